@@ -1,0 +1,94 @@
+#include "common/env.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+extern char** environ;
+
+namespace dmlp {
+
+Environment Environment::FromProcess() {
+  Environment env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    size_t eq = text.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.values_.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  return env;
+}
+
+std::optional<std::string> Environment::Get(std::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Environment::FillFrom(const Environment& other) {
+  for (const auto& [name, value] : other.values_) values_.emplace(name, value);
+}
+
+Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
+  bool negative = !text.empty() && text[0] == '-' && min < 0;
+  std::string_view digits = negative ? text.substr(1) : text;
+  if (digits.empty()) return Status::Error("ENV_INVALID", "is not an integer");
+  // Accumulate as a negative number so INT64_MIN is reachable without overflow.
+  int64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return Status::Error("ENV_INVALID", "is not an integer");
+    int digit = c - '0';
+    if (value < (INT64_MIN + digit) / 10) return Status::Error("ENV_INVALID", "is out of range");
+    value = value * 10 - digit;
+  }
+  if (!negative) {
+    if (value == INT64_MIN) return Status::Error("ENV_INVALID", "is out of range");
+    value = -value;
+  }
+  if (value < min) return Status::Error("ENV_INVALID", "must be >= " + std::to_string(min));
+  if (value > max) return Status::Error("ENV_INVALID", "must be <= " + std::to_string(max));
+  return value;
+}
+
+Result<double> ParseFiniteDouble(std::string_view text) {
+  std::string copy(text);
+  if (copy.empty() || std::isspace(static_cast<unsigned char>(copy[0])))
+    return Status::Error("ENV_INVALID", "is not a number");
+  errno = 0;
+  char* end = nullptr;
+  double value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size()) return Status::Error("ENV_INVALID", "is not a number");
+  if (!std::isfinite(value) || errno == ERANGE)
+    return Status::Error("ENV_INVALID", "must be finite");
+  return value;
+}
+
+Result<std::string> RequireString(const Environment& env, std::string_view name) {
+  std::optional<std::string> value = env.Get(name);
+  if (!value) return Status::Error("ENV_MISSING", std::string(name));
+  if (value->find_first_not_of(" \t\r\n\v\f") == std::string::npos)
+    return Status::Error("ENV_EMPTY", std::string(name));
+  return *value;
+}
+
+Result<int64_t> RequireInteger(const Environment& env, std::string_view name, int64_t min,
+                               int64_t max) {
+  DMLP_ASSIGN_OR_RETURN(std::string text, RequireString(env, name));
+  Result<int64_t> value = ParseInteger(text, min, max);
+  if (!value.ok())
+    return Status::Error("ENV_INVALID", std::string(name) + "='" + text + "' " +
+                                            value.status().detail());
+  return value;
+}
+
+Result<double> RequirePositiveNumber(const Environment& env, std::string_view name) {
+  DMLP_ASSIGN_OR_RETURN(std::string text, RequireString(env, name));
+  Result<double> value = ParseFiniteDouble(text);
+  if (value.ok() && *value <= 0) value = Status::Error("ENV_INVALID", "must be finite and > 0");
+  if (!value.ok())
+    return Status::Error("ENV_INVALID", std::string(name) + "='" + text + "' " +
+                                            value.status().detail());
+  return value;
+}
+
+}  // namespace dmlp

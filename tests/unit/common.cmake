@@ -1,0 +1,7 @@
+add_executable(common_test
+  ${CMAKE_CURRENT_LIST_DIR}/env_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/status_test.cc
+)
+target_link_libraries(common_test PRIVATE dmlp_common GTest::gtest_main)
+target_compile_definitions(common_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
+gtest_discover_tests(common_test DISCOVERY_TIMEOUT 60)

@@ -1,0 +1,66 @@
+#include "common/env.h"
+
+#include <gtest/gtest.h>
+
+namespace dmlp {
+namespace {
+
+Environment Env(std::initializer_list<std::pair<const std::string, std::string>> values) {
+  return Environment(Environment::Map(values));
+}
+
+TEST(EnvTest, MissingEmptyAndBlankAreDistinct) {
+  EXPECT_EQ(RequireInteger(Env({}), "STEPS", 1).status().ToString(), "ENV_MISSING: STEPS");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", ""}}), "STEPS", 1).status().ToString(),
+            "ENV_EMPTY: STEPS");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", " \t"}}), "STEPS", 1).status().ToString(),
+            "ENV_EMPTY: STEPS");
+}
+
+TEST(EnvTest, IntegersAreStrict) {
+  EXPECT_EQ(*RequireInteger(Env({{"STEPS", "12"}}), "STEPS", 1), 12);
+  EXPECT_EQ(*RequireInteger(Env({{"STEPS", "007"}}), "STEPS", 1), 7);
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "12x"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='12x' is not an integer");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", " 12"}}), "STEPS", 1).status().code(), "ENV_INVALID");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "+12"}}), "STEPS", 1).status().code(), "ENV_INVALID");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "-1"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='-1' is not an integer");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "0"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='0' must be >= 1");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "2147483648"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='2147483648' must be <= 2147483647");
+  EXPECT_EQ(RequireInteger(Env({{"S", "99999999999999999999"}}), "S", 0, INT64_MAX)
+                .status()
+                .ToString(),
+            "ENV_INVALID: S='99999999999999999999' is out of range");
+  EXPECT_EQ(*RequireInteger(Env({{"S", "9223372036854775807"}}), "S", 0, INT64_MAX), INT64_MAX);
+}
+
+TEST(EnvTest, NegativeIntegersOnlyWhereAllowed) {
+  EXPECT_EQ(*ParseInteger("-9223372036854775808", INT64_MIN, INT64_MAX), INT64_MIN);
+  EXPECT_EQ(*ParseInteger("-5", -10, 10), -5);
+  EXPECT_FALSE(ParseInteger("-", -10, 10).ok());
+}
+
+TEST(EnvTest, PositiveNumbers) {
+  EXPECT_DOUBLE_EQ(*RequirePositiveNumber(Env({{"LR", "0.001"}}), "LR"), 0.001);
+  EXPECT_DOUBLE_EQ(*RequirePositiveNumber(Env({{"LR", "1e-3"}}), "LR"), 0.001);
+  EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "0"}}), "LR").status().ToString(),
+            "ENV_INVALID: LR='0' must be finite and > 0");
+  EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "inf"}}), "LR").status().ToString(),
+            "ENV_INVALID: LR='inf' must be finite");
+  EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "nan"}}), "LR").status().code(), "ENV_INVALID");
+  EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "0.1x"}}), "LR").status().ToString(),
+            "ENV_INVALID: LR='0.1x' is not a number");
+}
+
+TEST(EnvTest, FillFromKeepsExistingValues) {
+  Environment env = Env({{"A", "1"}});
+  env.FillFrom(Env({{"A", "2"}, {"B", "3"}}));
+  EXPECT_EQ(*env.Get("A"), "1");
+  EXPECT_EQ(*env.Get("B"), "3");
+}
+
+}  // namespace
+}  // namespace dmlp
