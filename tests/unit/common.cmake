@@ -1,5 +1,9 @@
 add_executable(common_test
   ${CMAKE_CURRENT_LIST_DIR}/env_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/float_repr_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/py_json_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/receipt_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/state_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/status_test.cc
 )
 target_link_libraries(common_test PRIVATE dmlp_common GTest::gtest_main)

@@ -1,0 +1,96 @@
+#include "common/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace dmlp {
+namespace {
+
+Status ErrnoStatus(const std::string& code, const std::string& what) {
+  return Status::Error(code, what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+Status WriteAll(int fd, std::string_view data, const std::string& what) {
+  while (!data.empty()) {
+    ssize_t written = ::write(fd, data.data(), data.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("IO_ERROR", "write " + what);
+    }
+    data.remove_prefix(static_cast<size_t>(written));
+  }
+  return Status::Ok();
+}
+
+Status FsyncDirectoryOf(const std::string& path) {
+  std::string directory = std::filesystem::path(path).parent_path().string();
+  if (directory.empty()) directory = ".";
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("IO_ERROR", "open directory " + directory);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return ErrnoStatus("IO_ERROR", "fsync directory " + directory);
+  return Status::Ok();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  return WriteFileAtomically(path, {contents});
+}
+
+Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts) {
+  const std::string temporary = path + ".tmp";
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("IO_ERROR", "create " + temporary);
+  Status status;
+  for (std::string_view part : parts) {
+    if (status.ok()) status = WriteAll(fd, part, temporary);
+  }
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("IO_ERROR", "fsync " + temporary);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("IO_ERROR", "close " + temporary);
+  if (status.ok() && std::rename(temporary.c_str(), path.c_str()) != 0)
+    status = ErrnoStatus("IO_ERROR", "rename " + temporary + " to " + path);
+  if (!status.ok()) {
+    ::unlink(temporary.c_str());
+    return status;
+  }
+  return FsyncDirectoryOf(path);
+}
+
+Result<int> CreateExclusive(const std::string& path, const std::string& exists_code) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) return fd;
+  if (errno == EEXIST) return Status::Error(exists_code, path);
+  return ErrnoStatus("IO_ERROR", "create " + path);
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
+    return ErrnoStatus("IO_ERROR", "open " + path);
+  }
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      Status status = ErrnoStatus("IO_ERROR", "read " + path);
+      ::close(fd);
+      return status;
+    }
+    if (got == 0) break;
+    contents.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return contents;
+}
+
+}  // namespace dmlp

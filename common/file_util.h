@@ -1,0 +1,32 @@
+// defines: WriteFileAtomically, CreateExclusive, WriteAll, ReadFileToString, FsyncDirectory
+//
+// File primitives with the durability and safety rules dmlp's outputs need:
+// finished files appear whole or not at all (temporary, fsync, rename, fsync
+// of the directory), and files that must not be clobbered are created with
+// O_EXCL. Errors carry the path and errno text.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace dmlp {
+
+/// Writes `contents` to `path` via `path + ".tmp"`: write, fsync, rename, fsync dir.
+/// Code IO_ERROR on failure; the temporary is removed and `path` is untouched.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+/// The same for a file made of several pieces written in order (no concatenation copy).
+Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts);
+/// Opens a new file for writing (O_CREAT|O_EXCL|O_CLOEXEC, no O_APPEND).
+/// EEXIST gives `exists_code` (e.g. OUTPUT_EXISTS); other failures IO_ERROR.
+Result<int> CreateExclusive(const std::string& path, const std::string& exists_code);
+/// write() until done, retrying EINTR; IO_ERROR naming `what` otherwise.
+Status WriteAll(int fd, std::string_view data, const std::string& what);
+/// Whole file contents; NOT_FOUND when absent, IO_ERROR otherwise.
+Result<std::string> ReadFileToString(const std::string& path);
+/// fsync of the directory holding `path` so a rename or create is durable.
+Status FsyncDirectoryOf(const std::string& path);
+
+}  // namespace dmlp
