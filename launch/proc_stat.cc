@@ -1,0 +1,71 @@
+#include "launch/proc_stat.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace dmlp {
+
+std::optional<ProcStat> ParseProcStat(const std::string& text) {
+  // "pid (comm) state ppid pgrp ..." where comm may itself hold spaces and
+  // parentheses: it ends at the last ')'.
+  size_t open = text.find('(');
+  size_t close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcStat stat;
+  stat.pid = static_cast<pid_t>(std::atol(text.substr(0, open).c_str()));
+  stat.comm = text.substr(open + 1, close - open - 1);
+  std::istringstream fields(text.substr(close + 1));
+  // Fields after comm, 1-based as in proc(5) minus 2: state(3) ppid(4) pgrp(5) ... utime(14) stime(15).
+  std::string field;
+  std::vector<std::string> rest;
+  while (fields >> field && rest.size() < 13) rest.push_back(field);
+  if (rest.size() < 13 || rest[0].size() != 1) return std::nullopt;
+  stat.state = rest[0][0];
+  stat.ppid = static_cast<pid_t>(std::atol(rest[1].c_str()));
+  stat.pgrp = static_cast<pid_t>(std::atol(rest[2].c_str()));
+  stat.utime_ticks = std::atol(rest[11].c_str());
+  stat.stime_ticks = std::atol(rest[12].c_str());
+  return stat;
+}
+
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  if (!file) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return ParseProcStat(text);
+}
+
+std::vector<ProcStat> ProcessGroupMembers(pid_t pgid) {
+  std::vector<ProcStat> members;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return members;
+  while (struct dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0') continue;
+    std::optional<ProcStat> stat = ReadProcStat(static_cast<pid_t>(pid));
+    if (stat && stat->pgrp == pgid) members.push_back(*stat);
+  }
+  closedir(proc);
+  return members;
+}
+
+std::string ProcessStateName(char state) {
+  switch (state) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "uninterruptible sleep";
+    case 'T': return "stopped";
+    case 't': return "stopped by a tracer";
+    case 'Z': return "zombie";
+    case 'X': return "dead";
+    case 'I': return "idle";
+    default: return std::string("state ") + state;
+  }
+}
+
+}  // namespace dmlp

@@ -1,0 +1,35 @@
+// defines: ProcStat, ReadProcStat, ParseProcStat, ProcessGroupMembers
+//
+// Reading /proc/PID/stat: used to say *why* a process survived SIGKILL (state
+// D, uninterruptible sleep, usually a driver or a hung file system) and to
+// list what is left in a rank's process group.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dmlp {
+
+struct ProcStat {
+  pid_t pid = 0;
+  std::string comm;  // executable name, as the kernel keeps it (at most 15 bytes)
+  char state = '?';  // R, S, D, T, Z ...
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  long utime_ticks = 0;  // user CPU time, clock ticks
+  long stime_ticks = 0;  // system CPU time, clock ticks
+};
+
+/// Parses the text of a /proc/PID/stat file; nullopt if it is malformed.
+std::optional<ProcStat> ParseProcStat(const std::string& text);
+/// Reads /proc/`pid`/stat; nullopt when the process is gone.
+std::optional<ProcStat> ReadProcStat(pid_t pid);
+/// Every process whose process group is `pgid` (a scan of /proc).
+std::vector<ProcStat> ProcessGroupMembers(pid_t pgid);
+/// "uninterruptible sleep" for 'D', "zombie" for 'Z' ...
+std::string ProcessStateName(char state);
+
+}  // namespace dmlp

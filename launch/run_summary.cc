@@ -1,0 +1,96 @@
+#include "launch/run_summary.h"
+
+#include <signal.h>
+
+#include <cstdio>
+
+#include "launch/proc_stat.h"
+
+namespace dmlp {
+namespace {
+
+std::string KillReason(const JobReport& report) {
+  if (report.killed_at_once) return "at once (second signal)";
+  if (report.grace_seconds == 0) return "at once (--grace 0)";
+  return "after the " + FormatSeconds(report.grace_seconds) + " grace period";
+}
+
+std::string DescribeEnding(const JobReport& report, const RankReport& rank) {
+  switch (rank.ending) {
+    case RankEnding::kRunning: return "still running";
+    case RankEnding::kOnItsOwn: return rank.status.ToString();
+    case RankEnding::kAfterStopSignal:
+      return "torn down by " + SignalName(rank.stop_signal) + " (" + rank.status.ToString() + ")";
+    case RankEnding::kAfterKill:
+      if (rank.status == ExitStatus::Signaled(SIGKILL)) return "killed by SIGKILL " + KillReason(report);
+      return rank.status.ToString() + " after SIGKILL was sent " + KillReason(report);
+    case RankEnding::kNotReaped:
+      return "still alive after SIGKILL (" + ProcessStateName(rank.stuck_state) + ")";
+  }
+  return "?";
+}
+
+std::string RankLine(const JobReport& report, const RankReport& rank) {
+  std::string line = "  rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) +
+                     "): " + DescribeEnding(report, rank);
+  if (rank.ending != RankEnding::kNotReaped && rank.ending != RankEnding::kRunning)
+    line += " at " + FormatSeconds(rank.end_seconds);
+  return line;
+}
+
+}  // namespace
+
+int JobReport::ExitCode() const {
+  switch (cause) {
+    case JobCause::kAllSucceeded: return 0;
+    case JobCause::kRankFailed: return ranks.at(static_cast<size_t>(failed_index)).status.ShellCode();
+    case JobCause::kLauncherSignal: return 128 + launcher_signal;
+  }
+  return 125;
+}
+
+std::string FormatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", seconds);
+  std::string value = text;
+  // "30.00" -> "30", "1.50" -> "1.5": integers read as integers.
+  while (value.back() == '0') value.pop_back();
+  if (value.back() == '.') value.pop_back();
+  return value + " s";
+}
+
+std::vector<std::string> SummaryLines(const JobReport& report) {
+  std::vector<std::string> lines;
+  std::string whose = std::to_string(report.ranks.size()) + " ranks";
+  if (static_cast<int>(report.ranks.size()) != report.world_size)
+    whose += " of this node (of " + std::to_string(report.world_size) + ")";
+  switch (report.cause) {
+    case JobCause::kAllSucceeded:
+      lines.push_back("all " + whose + " exited with code 0 in " + FormatSeconds(report.elapsed_seconds));
+      break;
+    case JobCause::kRankFailed: {
+      const RankReport& failed = report.ranks.at(static_cast<size_t>(report.failed_index));
+      lines.push_back("rank " + std::to_string(failed.rank) + " failed first: " +
+                      failed.status.ToString() + " at " + FormatSeconds(failed.end_seconds) +
+                      " (pid " + std::to_string(failed.pid) + ")");
+      break;
+    }
+    case JobCause::kLauncherSignal: {
+      std::string from =
+          report.signal_sender > 0 ? " from pid " + std::to_string(report.signal_sender) : "";
+      lines.push_back("stopped by " + SignalName(report.launcher_signal) + from + "; " + whose);
+      break;
+    }
+  }
+  if (report.cause != JobCause::kAllSucceeded) {
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      if (static_cast<int>(i) != report.failed_index) lines.push_back(RankLine(report, report.ranks[i]));
+    }
+  }
+  for (const std::string& note : report.notes) lines.push_back(note);
+  if (report.cause != JobCause::kAllSucceeded)
+    lines.push_back("exit code " + std::to_string(report.ExitCode()));
+  return lines;
+}
+
+}  // namespace dmlp

@@ -1,0 +1,65 @@
+// defines: RankEnding, RankReport, JobCause, JobReport, SummaryLines
+//
+// What happened to a job, as data (the supervisor fills it) and as the lines
+// shown at the end: which rank failed first and how, and how every other rank
+// ended. Kept apart from the supervisor so the wording is tested without
+// starting processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "launch/exit_status.h"
+
+namespace dmlp {
+
+/// How a rank came to end, relative to what the launcher did to it.
+enum class RankEnding {
+  kRunning,          // not ended yet (only while the job runs)
+  kOnItsOwn,         // before the launcher signalled it
+  kAfterStopSignal,  // after SIGTERM (or a forwarded signal), within the grace period
+  kAfterKill,        // after SIGKILL (grace over, a second signal, or --grace 0)
+  kNotReaped,        // still there after SIGKILL and the bounded wait
+};
+
+struct RankReport {
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = 0;
+  ExitStatus status;          // meaningful once ending is neither kRunning nor kNotReaped
+  RankEnding ending = RankEnding::kRunning;
+  double end_seconds = 0;     // since the launch started (monotonic clock)
+  int stop_signal = 0;        // the first signal the launcher sent it (SIGTERM, a forwarded SIGINT)
+  char stuck_state = 0;       // /proc state of a rank that was not reaped
+};
+
+enum class JobCause {
+  kAllSucceeded,    // every rank exited with code 0
+  kRankFailed,      // a rank exited non-zero or by a signal first
+  kLauncherSignal,  // the launcher was told to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+};
+
+struct JobReport {
+  JobCause cause = JobCause::kAllSucceeded;
+  int failed_index = -1;      // index into ranks of the first failure
+  int launcher_signal = 0;    // for kLauncherSignal
+  pid_t signal_sender = 0;    // its sender, 0 when unknown
+  bool killed_at_once = false;  // a second signal asked for SIGKILL without grace
+  double grace_seconds = 0;
+  double elapsed_seconds = 0;
+  int world_size = 0;
+  std::vector<RankReport> ranks;   // this node's ranks, by local rank
+  std::vector<std::string> notes;  // leftovers, stuck processes, outputs left open
+
+  /// 0, the failed rank's code or 128+signal, or 128+the launcher's signal.
+  int ExitCode() const;
+};
+
+/// The end-of-job lines (without the "dmlp-launch: " prefix).
+std::vector<std::string> SummaryLines(const JobReport& report);
+/// "1.5 s": seconds with at most two decimals, for messages.
+std::string FormatSeconds(double seconds);
+
+}  // namespace dmlp

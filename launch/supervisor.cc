@@ -1,0 +1,311 @@
+#include "launch/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "launch/command_path.h"
+#include "launch/launch_errors.h"
+#include "launch/proc_stat.h"
+#include "launch/rank_process.h"
+
+namespace dmlp {
+namespace {
+
+constexpr int kSignalsToHandle[] = {SIGCHLD, SIGINT,  SIGTERM, SIGHUP,
+                                    SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP};
+// Bytes read from a rank's pipes right after it exits, before its verdict is printed.
+constexpr size_t kLastWordsBytes = size_t{1} << 20;
+
+Status SystemError(const char* code, const std::string& what) {
+  return Status::Error(code, what + ": " + std::strerror(errno));
+}
+
+// Descriptors 0..2 must be open before any pipe is made: a pipe landing on
+// fd 1 would otherwise be clobbered when a rank's stdout is moved there.
+void EnsureStandardFds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      int opened = open("/dev/null", O_RDWR);
+      if (opened >= 0 && opened != fd) {
+        dup2(opened, fd);
+        close(opened);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<JobReport> RunJob(const LaunchConfig& config, Console& console) {
+  Supervisor supervisor(config, console);
+  return supervisor.Run();
+}
+
+Supervisor::Supervisor(const LaunchConfig& config, Console& console)
+    : config_(config), console_(console) {}
+
+Supervisor::~Supervisor() = default;
+
+double Supervisor::Seconds(Clock::time_point when) const {
+  return std::chrono::duration<double>(when - start_).count();
+}
+
+Result<JobReport> Supervisor::Run() {
+  start_ = Clock::now();
+  Status started = Start();
+  if (!started.ok() && ranks_.empty()) return started;
+  // Some ranks may have started before the failure: end them, then report it.
+  if (!started.ok()) KillAll("dmlp-launch could not start every rank");
+  DMLP_RETURN_IF_ERROR(Loop());
+  if (!started.ok()) return started;
+  // Every group is empty now (or its survivors were reported): the watchdog
+  // must not signal those group ids after we exit.
+  watchdog_.Dismiss();
+  return BuildReport();
+}
+
+Status Supervisor::Start() {
+  EnsureStandardFds();
+  DMLP_ASSIGN_OR_RETURN(signals_, SignalForwarder::Create(std::vector<int>(
+                                      std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
+  DMLP_ASSIGN_OR_RETURN(std::string executable,
+                        ResolveExecutable(config_.command.front(), config_.environment));
+  if (!config_.log_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(config_.log_dir, error);
+    if (error) return Status::Error(kLogDirFailed, config_.log_dir + ": " + error.message());
+  }
+  dev_null_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null_.valid()) return SystemError(kSpawnFailed, "open /dev/null");
+  epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.valid()) return SystemError(kSpawnFailed, "epoll_create1");
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.ptr = nullptr;  // nullptr marks the signalfd
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, signals_->fd(), &event) != 0)
+    return SystemError(kSpawnFailed, "epoll_ctl");
+  DMLP_RETURN_IF_ERROR(SpawnAll(executable));
+  std::vector<pid_t> groups;
+  std::vector<int> inherited = {epoll_.get(), signals_->fd(), dev_null_.get()};
+  for (const Rank& rank : ranks_) {
+    groups.push_back(rank.report.pid);
+    inherited.push_back(rank.out->fd());
+    inherited.push_back(rank.err->fd());
+  }
+  DMLP_ASSIGN_OR_RETURN(watchdog_, GroupWatchdog::Start(groups, inherited));
+  return Status::Ok();
+}
+
+Status Supervisor::OpenLogFile(int rank, StreamKind kind, UniqueFd* file) {
+  if (config_.log_dir.empty()) return Status::Ok();
+  std::string path = config_.log_dir + "/rank-" + std::to_string(rank) + "." + StreamName(kind);
+  file->Reset(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!file->valid()) return SystemError(kLogDirFailed, path);
+  return Status::Ok();
+}
+
+Status Supervisor::SpawnAll(const std::string& executable) {
+  // Each rank holds two pipes (and two log files); lift the soft descriptor
+  // limit for the launcher if a large node needs it, and give ranks the old one.
+  struct rlimit original {};
+  getrlimit(RLIMIT_NOFILE, &original);
+  struct rlimit raised = original;
+  rlim_t needed = static_cast<rlim_t>(config_.local_rank_count) * 4 + 64;
+  bool lifted = false;
+  if (original.rlim_cur != RLIM_INFINITY && original.rlim_cur < needed) {
+    raised.rlim_cur = std::min(needed, original.rlim_max);
+    lifted = setrlimit(RLIMIT_NOFILE, &raised) == 0;
+  }
+  RankLaunch launch;
+  launch.executable = executable;
+  launch.argv = config_.command;
+  launch.dev_null_fd = dev_null_.get();
+  launch.launcher_pid = getpid();
+  launch.open_file_limit = lifted ? &original : nullptr;
+  for (int local = 0; local < config_.local_rank_count; ++local) {
+    int global = config_.first_rank + local;
+    UniqueFd out_log, err_log;
+    DMLP_RETURN_IF_ERROR(OpenLogFile(global, StreamKind::kStdout, &out_log));
+    DMLP_RETURN_IF_ERROR(OpenLogFile(global, StreamKind::kStderr, &err_log));
+    launch.rank = global;
+    launch.local_rank = local;
+    launch.environment = RankEnvironment(config_.environment, global, local);
+    DMLP_ASSIGN_OR_RETURN(SpawnedRank spawned, SpawnRank(launch));
+    Rank rank;
+    rank.report.rank = global;
+    rank.report.local_rank = local;
+    rank.report.pid = spawned.pid;
+    bool shown = config_.shown_ranks.Shows(global);
+    rank.out = std::make_unique<RankStream>(global, StreamKind::kStdout, std::move(spawned.stdout_read),
+                                            std::move(out_log), console_, shown);
+    rank.err = std::make_unique<RankStream>(global, StreamKind::kStderr, std::move(spawned.stderr_read),
+                                            std::move(err_log), console_, shown);
+    ranks_.push_back(std::move(rank));
+    for (RankStream* stream : {ranks_.back().out.get(), ranks_.back().err.get()}) {
+      epoll_event event{};
+      event.events = EPOLLIN;  // level-triggered: one read per wakeup, fair across ranks
+      event.data.ptr = stream;
+      if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stream->fd(), &event) != 0)
+        return SystemError(kSpawnFailed, "epoll_ctl");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Supervisor::Loop() {
+  epoll_event events[64];
+  for (;;) {
+    Advance();
+    if (phase_ == Phase::kDone) return Status::Ok();
+    int ready = epoll_wait(epoll_.get(), events, 64, TimeoutMs());
+    if (ready < 0 && errno == EINTR) continue;  // e.g. stopped and continued
+    if (ready < 0) return SystemError(kInternal, "epoll_wait");
+    for (int i = 0; i < ready; ++i) {
+      auto* stream = static_cast<RankStream*>(events[i].data.ptr);
+      if (stream == nullptr) {
+        DMLP_RETURN_IF_ERROR(HandleSignals());
+      } else if (!stream->ReadOnce()) {
+        CloseStream(*stream);
+      }
+    }
+  }
+}
+
+void Supervisor::CloseStream(RankStream& stream) {
+  if (!stream.open()) return;
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, stream.fd(), nullptr);
+  stream.Close();
+}
+
+Status Supervisor::HandleSignals() {
+  DMLP_ASSIGN_OR_RETURN(std::vector<ReceivedSignal> pending, signals_->ReadPending());
+  bool reap = false;
+  for (const ReceivedSignal& received : pending) {
+    if (received.signal == SIGCHLD) {
+      reap = true;
+    } else if (IsTerminationSignal(received.signal)) {
+      OnLauncherSignal(received);
+    } else if (received.signal == SIGTSTP) {
+      Suspend();
+    } else {  // SIGUSR1, SIGUSR2: passed on, nothing else
+      SignalRanks(received.signal, LiveGroups());
+    }
+  }
+  if (reap) ReapChildren();
+  return Status::Ok();
+}
+
+void Supervisor::Suspend() {
+  // Ranks sit in their own process groups, so a terminal's Ctrl-Z reaches only
+  // the launcher: stop the ranks too, stop ourselves, and continue them after.
+  std::vector<pid_t> groups = LiveGroups();
+  SignalRanks(SIGSTOP, groups);
+  raise(SIGSTOP);
+  SignalRanks(SIGCONT, groups);
+}
+
+void Supervisor::ReapChildren() {
+  // Collect everything first: ranks that died in the same instant as the
+  // first failure ended on their own, not from the teardown it starts.
+  std::vector<std::pair<Rank*, ExitStatus>> ended;
+  Clock::time_point now = Clock::now();
+  for (;;) {
+    int wait_status = 0;
+    pid_t pid = waitpid(-1, &wait_status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) break;  // 0: children remain but none ended; -1 ECHILD: none left
+    if (!WIFEXITED(wait_status) && !WIFSIGNALED(wait_status)) continue;
+    auto rank = std::find_if(ranks_.begin(), ranks_.end(),
+                             [pid](const Rank& r) { return r.running && r.report.pid == pid; });
+    // Anything else is the watchdog or an orphan of a rank (we are its subreaper).
+    if (rank != ranks_.end()) ended.emplace_back(&*rank, ExitStatus::FromWaitStatus(wait_status));
+  }
+  for (auto& [rank, status] : ended) OnRankExit(*rank, status, now);
+}
+
+void Supervisor::OnRankExit(Rank& rank, ExitStatus status, Clock::time_point when) {
+  rank.running = false;
+  RankReport& report = rank.report;
+  report.status = status;
+  report.end_seconds = Seconds(when);
+  if (rank.kill_sent) {
+    report.ending = RankEnding::kAfterKill;
+  } else if (report.stop_signal != 0) {
+    report.ending = RankEnding::kAfterStopSignal;
+  } else {
+    report.ending = RankEnding::kOnItsOwn;
+  }
+  // Its last words (an error message, usually) come before the verdict.
+  for (RankStream* stream : {rank.out.get(), rank.err.get()}) {
+    stream->ReadAvailable(kLastWordsBytes);
+    if (!stream->open()) CloseStream(*stream);
+  }
+  if (status.success() || cause_.has_value()) return;
+  cause_ = JobCause::kRankFailed;
+  failed_index_ = static_cast<int>(&rank - ranks_.data());
+  console_.Notice("RANK_EXIT_NONZERO: rank=" + std::to_string(report.rank) +
+                  " pid=" + std::to_string(report.pid) + " " + status.ReportField());
+  ShowHiddenTail(rank);
+  BeginStop(SIGTERM);
+}
+
+void Supervisor::ShowHiddenTail(const Rank& rank) {
+  const auto& tail = rank.err->hidden_tail();
+  if (tail.empty()) return;
+  console_.Notice("rank " + std::to_string(rank.report.rank) +
+                  " is hidden by --show-ranks; its last stderr lines:");
+  std::string lines;
+  for (const std::string& line : tail) lines += line;
+  console_.RankLines(StreamKind::kStderr, lines);
+}
+
+void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
+  std::string name = SignalName(received.signal);
+  if (phase_ == Phase::kRunning && !cause_.has_value()) {
+    cause_ = JobCause::kLauncherSignal;
+    launcher_signal_ = received.signal;
+    signal_sender_ = received.sender_pid;
+    std::string from = received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
+    console_.Notice("received " + name + from + "; send it again to kill at once");
+    BeginStop(received.signal);
+  } else if (phase_ == Phase::kStopping || phase_ == Phase::kRunning) {
+    console_.Notice("received " + name + " again");
+    killed_at_once_ = true;
+    KillAll("second signal");
+  }
+}
+
+int Supervisor::RunningCount() const {
+  return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; }));
+}
+
+std::vector<pid_t> Supervisor::LiveGroups() const {
+  std::vector<pid_t> groups;
+  for (const Rank& rank : ranks_) {
+    // kill(-pgid, 0) succeeds while any member (even a zombie) remains.
+    if (kill(-rank.report.pid, 0) == 0 || errno == EPERM) groups.push_back(rank.report.pid);
+  }
+  return groups;
+}
+
+void Supervisor::SignalRanks(int signal, const std::vector<pid_t>& groups) {
+  SignalForwarder::SendToGroups(signal, groups);
+  // A rank that moved itself to another group (setsid) is still reached directly.
+  for (const Rank& rank : ranks_) {
+    if (rank.running && getpgid(rank.report.pid) != rank.report.pid) kill(rank.report.pid, signal);
+  }
+}
+
+}  // namespace dmlp

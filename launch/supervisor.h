@@ -1,0 +1,110 @@
+// defines: Supervisor, RunJob
+//
+// The rank supervisor: starts this node's ranks and runs one event loop until
+// all of them, and everything left in their process groups, are gone.
+//
+// The loop waits in epoll on a signalfd (SIGCHLD, the launcher's own signals)
+// and on every rank's stdout/stderr pipe. A SIGCHLD is answered by reaping
+// with waitpid(WNOHANG) until nothing is left, stamped with CLOCK_MONOTONIC,
+// so the first failure is known exactly when it happens. The only timer is the
+// teardown deadline (--grace, then a bounded wait after SIGKILL, then a
+// bounded drain of the pipes); while no rank has failed there is no timeout
+// at all, so a job frozen with SIGSTOP for hours and continued is unaffected.
+//
+// The launcher is a child subreaper (PR_SET_CHILD_SUBREAPER): when a rank dies
+// its orphaned children are reparented here, so the death of the last member
+// of a rank's process group is also a SIGCHLD and "group empty" is an event,
+// not a poll.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launch/console.h"
+#include "launch/group_watchdog.h"
+#include "launch/options.h"
+#include "launch/rank_stream.h"
+#include "launch/run_summary.h"
+#include "launch/signal_forwarder.h"
+#include "launch/unique_fd.h"
+
+namespace dmlp {
+
+/// Runs the job `config` describes, writing rank output and launcher notices
+/// to `console`. Errors are the launcher's own (command not found, cannot
+/// spawn); rank failures are a JobReport with a non-zero ExitCode().
+Result<JobReport> RunJob(const LaunchConfig& config, Console& console);
+
+class Supervisor {
+ public:
+  using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC
+
+  /// Wait for ranks to die after SIGKILL before calling them stuck.
+  static constexpr std::chrono::seconds kReapAfterKill{5};
+  /// Wait for pipes to reach EOF once every group is gone (a process that
+  /// left its rank's group may still hold them).
+  static constexpr std::chrono::seconds kDrainLimit{2};
+
+  Supervisor(const LaunchConfig& config, Console& console);
+  ~Supervisor();
+  Result<JobReport> Run();
+
+ private:
+  enum class Phase { kRunning, kStopping, kKilling, kDraining, kDone };
+  struct Rank {
+    RankReport report;
+    bool running = true;
+    bool kill_sent = false;
+    std::unique_ptr<RankStream> out;
+    std::unique_ptr<RankStream> err;
+  };
+
+  Status Start();
+  Status SpawnAll(const std::string& executable);
+  Status OpenLogFile(int rank, StreamKind kind, UniqueFd* file);
+  Status Loop();
+  Status HandleSignals();
+  void OnLauncherSignal(const ReceivedSignal& received);
+  void Suspend();
+  void ReapChildren();
+  void OnRankExit(Rank& rank, ExitStatus status, Clock::time_point when);
+  void ShowHiddenTail(const Rank& rank);
+  void BeginStop(int signal);
+  void KillAll(const std::string& why);
+  void NoteLeftovers(const std::vector<pid_t>& groups);
+  void StartDrain();
+  void Advance();
+  void RecordStuck();
+  void CloseStream(RankStream& stream);
+  int TimeoutMs() const;
+  bool AllReaped() const;
+  bool AllStreamsClosed() const;
+  std::vector<pid_t> LiveGroups() const;
+  void SignalRanks(int signal, const std::vector<pid_t>& groups);
+  int RunningCount() const;
+  double Seconds(Clock::time_point when) const;
+  JobReport BuildReport() const;
+
+  const LaunchConfig& config_;
+  Console& console_;
+  Clock::time_point start_;
+  std::unique_ptr<SignalForwarder> signals_;
+  UniqueFd epoll_;
+  UniqueFd dev_null_;
+  std::vector<Rank> ranks_;
+  GroupWatchdog watchdog_;
+  Phase phase_ = Phase::kRunning;
+  Clock::time_point deadline_;  // for every phase but kRunning
+  std::optional<JobCause> cause_;
+  int failed_index_ = -1;
+  int launcher_signal_ = 0;
+  pid_t signal_sender_ = 0;
+  bool killed_at_once_ = false;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace dmlp

@@ -1,0 +1,48 @@
+#include "launch/proc_stat.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace dmlp {
+namespace {
+
+TEST(ProcStat, ParsesACommandNameWithSpacesAndParentheses) {
+  std::optional<ProcStat> stat = ParseProcStat(
+      "4242 (a (b) c) D 1 4240 4240 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 100 1000 10\n");
+  ASSERT_TRUE(stat.has_value());
+  EXPECT_EQ(stat->pid, 4242);
+  EXPECT_EQ(stat->comm, "a (b) c");
+  EXPECT_EQ(stat->state, 'D');
+  EXPECT_EQ(stat->ppid, 1);
+  EXPECT_EQ(stat->pgrp, 4240);
+  EXPECT_EQ(stat->utime_ticks, 17);
+  EXPECT_EQ(stat->stime_ticks, 5);
+}
+
+TEST(ProcStat, RejectsDamagedText) {
+  EXPECT_FALSE(ParseProcStat("").has_value());
+  EXPECT_FALSE(ParseProcStat("12 (cut").has_value());
+  EXPECT_FALSE(ParseProcStat("12 (x) S 1 2").has_value());  // truncated
+  EXPECT_FALSE(ParseProcStat("12 (x) SS 1 2 3 4 5 6 7 8 9 10 11 12 13").has_value());
+}
+
+TEST(ProcStat, ReadsItself) {
+  std::optional<ProcStat> self = ReadProcStat(getpid());
+  ASSERT_TRUE(self.has_value());
+  EXPECT_EQ(self->pid, getpid());
+  EXPECT_EQ(self->ppid, getppid());
+  EXPECT_EQ(self->pgrp, getpgrp());
+  EXPECT_EQ(self->state, 'R');
+  bool found = false;
+  for (const ProcStat& member : ProcessGroupMembers(getpgrp())) found = found || member.pid == getpid();
+  EXPECT_TRUE(found);
+}
+
+TEST(ProcStat, StateNames) {
+  EXPECT_EQ(ProcessStateName('D'), "uninterruptible sleep");
+  EXPECT_EQ(ProcessStateName('Z'), "zombie");
+  EXPECT_EQ(ProcessStateName('?'), "state ?");
+}
+
+}  // namespace
+}  // namespace dmlp
