@@ -1,0 +1,115 @@
+// defines: DMLP_HOST_DEVICE, DMLP_INLINE, FAdd, FSub, FMul, FDiv, FSqrt, FloatBits, FloatFromBits
+//
+// What lets one header serve the CPU platform (g++) and the CUDA platform
+// (nvcc, host and device) with the SAME BITS.
+//
+// Every float operation whose result reaches data, init or Adam goes through
+// the helpers below. IEEE 754 makes +, -, *, / and sqrt correctly rounded, so
+// an expression evaluated as the same sequence of these operations gives the
+// same bits on any conforming machine. Two things break that, and both are
+// closed here:
+//  * Contraction: a*b+c fused into one FMA rounds once instead of twice. The
+//    host build compiles with -ffp-contract=off (top-level CMakeLists.txt);
+//    nvcc contracts device code by default (-fmad=true), so on the device the
+//    helpers call the explicit round-to-nearest intrinsics __fadd_rn,
+//    __fmul_rn, ..., which nvcc documents as never merged into an FMA.
+//  * Approximate division/sqrt: nvcc's -prec-div=false/-prec-sqrt=false (and
+//    -use_fast_math) replace `/` and sqrtf; __fdiv_rn and __fsqrt_rn are always
+//    IEEE. Do not compile these headers with -ftz=true either: the functions
+//    never create subnormals from their documented inputs, but a flushed
+//    subnormal input would differ from the host.
+// The host side also needs FLT_EVAL_METHOD == 0 (float math done in float, as
+// on x86-64 SSE and AArch64), checked below.
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define DMLP_HOST_DEVICE __host__ __device__
+#define DMLP_INLINE __forceinline__
+#else
+#define DMLP_HOST_DEVICE
+#define DMLP_INLINE inline
+#endif
+
+#if !defined(__CUDA_ARCH__) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#error "dmlp needs float arithmetic evaluated in float (FLT_EVAL_METHOD == 0)"
+#endif
+
+#if defined(__clang__) && !defined(__CUDA_ARCH__)
+// Clang honours the pragma even where a target was built without -ffp-contract=off.
+#pragma clang fp contract(off)
+#endif
+
+namespace dmlp {
+
+/// a + b, rounded to nearest, never fused.
+DMLP_HOST_DEVICE DMLP_INLINE float FAdd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+/// a - b, rounded to nearest, never fused.
+DMLP_HOST_DEVICE DMLP_INLINE float FSub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+/// a * b, rounded to nearest, never fused.
+DMLP_HOST_DEVICE DMLP_INLINE float FMul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/// a / b, IEEE division whatever -prec-div says.
+DMLP_HOST_DEVICE DMLP_INLINE float FDiv(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+/// sqrt(a), IEEE square root whatever -prec-sqrt says. Host: compiled to sqrtss.
+DMLP_HOST_DEVICE DMLP_INLINE float FSqrt(float a) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(a);
+#else
+  return __builtin_sqrtf(a);
+#endif
+}
+
+/// The IEEE bits of a float.
+DMLP_HOST_DEVICE DMLP_INLINE uint32_t FloatBits(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+#endif
+}
+
+/// The float with the given IEEE bits.
+DMLP_HOST_DEVICE DMLP_INLINE float FloatFromBits(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+#endif
+}
+
+}  // namespace dmlp
