@@ -70,10 +70,9 @@ void Supervisor::NoteLeftovers(const std::vector<pid_t>& groups) {
     for (const ProcStat& member : ProcessGroupMembers(group))
       members += (members.empty() ? "" : ", ") + std::to_string(member.pid) + " " + member.comm;
     auto rank = std::find_if(ranks_.begin(), ranks_.end(), [group](const Rank& r) { return r.report.pid == group; });
-    std::string note = "rank " + std::to_string(rank->report.rank) +
-                       " exited but left processes in its group (" + members + "); stopping them";
-    console_.Notice(note);
-    notes_.push_back(note);
+    // Said now rather than in the summary: stopping them may take the grace period.
+    console_.Notice("rank " + std::to_string(rank->report.rank) +
+                    " exited but left processes in its group (" + members + "); stopping them");
   }
 }
 

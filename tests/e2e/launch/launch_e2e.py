@@ -1,0 +1,659 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the real dmlp-launch binary with stand-in ranks.
+
+    launch_e2e.py --launcher PATH CASE     run one case (ctest runs each as its own test)
+    launch_e2e.py --launcher PATH --all    run every case
+
+Every wait is bounded; processes are checked and cleaned up by pid (with the
+pid's start time, so a recycled pid is never mistaken for a rank), never by
+name. No case asserts on timing: a deadline only turns a hang into a failure.
+"""
+
+import argparse
+import os
+import queue
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STAND_IN = os.path.join(HERE, "stand_in_rank.sh")
+LAUNCHER = None  # set from --launcher
+CASES = {}
+
+# Upper bounds, not expectations: a healthy run takes a fraction of these.
+RUN_LIMIT = 30.0        # one launcher run
+READY_LIMIT = 15.0      # ranks writing their pid files
+DEAD_LIMIT = 10.0       # processes gone after the launcher ended
+
+
+def case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message, run=None):
+    if not condition:
+        if run is not None:
+            message += "\n--- exit code: %r\n--- stdout:\n%s--- stderr:\n%s" % (run.rc, run.out, run.err)
+        raise Failure(message)
+
+
+# ---------------------------------------------------------------- processes
+
+def start_time(pid):
+    """Field 22 of /proc/PID/stat, or None when the pid is gone or a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+class Proc:
+    """A pid together with its start time: the same process, not just the same number."""
+
+    def __init__(self, pid, what):
+        self.pid, self.what, self.started = pid, what, start_time(pid)
+
+    def alive(self):
+        return self.started is not None and start_time(self.pid) == self.started
+
+    def __repr__(self):
+        return "%s pid %d" % (self.what, self.pid)
+
+
+def wait_until(predicate, limit, what):
+    deadline = time.monotonic() + limit
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise Failure("gave up after %.0f s waiting for %s" % (limit, what))
+        time.sleep(0.02)
+
+
+def assert_all_dead(procs, limit=DEAD_LIMIT):
+    try:
+        wait_until(lambda: not any(p.alive() for p in procs), limit, "processes to end")
+    except Failure:
+        raise Failure("still alive: %s" % [p for p in procs if p.alive()])
+
+
+def read_pid_files(directory, prefix):
+    procs = {}
+    for name in os.listdir(directory):
+        if name.startswith(prefix) and name.endswith(".pid"):
+            rank = int(name[len(prefix):-4])
+            with open(os.path.join(directory, name)) as f:
+                procs[rank] = Proc(int(f.read()), "%s%d" % (prefix, rank))
+    return procs
+
+
+def wait_for_ranks(directory, count, prefix="rank-"):
+    procs = wait_until(lambda: len(read_pid_files(directory, prefix)) >= count and read_pid_files(directory, prefix),
+                       READY_LIMIT, "%d %s pid files" % (count, prefix))
+    gone = [p for p in procs.values() if p.started is None]
+    if gone:
+        raise Failure("ended before the test could see them alive: %s" % gone)
+    return procs
+
+
+def go(directory):
+    """Lets the failing stand-in rank fail (it waits for this file)."""
+    with open(os.path.join(directory, "go"), "w"):
+        pass
+
+
+class Run:
+    def __init__(self, rc, out, err):
+        self.rc, self.out, self.err = rc, out, err
+
+    def err_lines(self):
+        return self.err.splitlines()
+
+
+def base_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STAND_IN_")}
+    env.pop("NUM_PROCESSES", None)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def no_core_dumps():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Launcher:
+    """A dmlp-launch started in the background, its output collected by threads."""
+
+    def __init__(self, args, env, launcher=None):
+        self.proc = subprocess.Popen([launcher or LAUNCHER] + args, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     preexec_fn=no_core_dumps)
+        self.me = Proc(self.proc.pid, "dmlp-launch")
+        self.out, self.err = [], []
+        self.err_queue = queue.Queue()
+        self.threads = [threading.Thread(target=self._pump, args=(self.proc.stdout, self.out, None)),
+                        threading.Thread(target=self._pump, args=(self.proc.stderr, self.err, self.err_queue))]
+        for t in self.threads:
+            t.daemon = True
+            t.start()
+
+    @staticmethod
+    def _pump(pipe, lines, notify):
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            if notify is not None:
+                notify.put(line)
+        pipe.close()
+
+    def wait_for_stderr(self, text, limit=READY_LIMIT):
+        deadline = time.monotonic() + limit
+        while True:
+            if any(text in line for line in self.err):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Failure("no stderr line with %r; stderr so far:\n%s" % (text, "".join(self.err)))
+            try:
+                self.err_queue.get(timeout=min(left, 0.2))
+            except queue.Empty:
+                pass
+
+    def send(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    def finish(self, limit=RUN_LIMIT):
+        try:
+            rc = self.proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise Failure("dmlp-launch did not exit within %.0f s; stderr:\n%s" % (limit, "".join(self.err)))
+        for t in self.threads:
+            t.join(timeout=DEAD_LIMIT)
+        return Run(rc, "".join(self.out), "".join(self.err))
+
+
+def launch(args, env, limit=RUN_LIMIT, launcher=None):
+    return Launcher(args, env, launcher).finish(limit)
+
+
+def cleanup(directory):
+    """Ends whatever a failed case left behind, by recorded pid only."""
+    for prefix in ("rank-", "bg-"):
+        for proc in read_pid_files(directory, prefix).values():
+            if proc.alive():
+                try:
+                    os.kill(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def stand_in_env(directory, ranks, **extra):
+    return base_env(NUM_PROCESSES=ranks, STAND_IN_DIR=directory, **extra)
+
+
+def summary_line(run, start):
+    return [line for line in run.err_lines() if line.startswith("dmlp-launch: " + start)]
+
+
+# ---------------------------------------------------------------- cases
+
+@case
+def all_succeed(tmp):
+    script = 'echo "hello rank=$PROCESS_ID local=$LOCAL_RANK world=$NUM_PROCESSES"; echo "note from $PROCESS_ID" >&2'
+    run = launch(["sh", "-c", script], base_env(NUM_PROCESSES=3))
+    check(run.rc == 0, "all ranks exit 0 -> exit 0", run)
+    expected = ["[rank %d] hello rank=%d local=%d world=3" % (r, r, r) for r in range(3)]
+    check(sorted(run.out.splitlines()) == expected, "stdout is exactly the prefixed rank lines", run)
+    for r in range(3):
+        check("[rank %d] note from %d" % (r, r) in run.err_lines(), "rank stderr goes to stderr", run)
+    check(len(summary_line(run, "all 3 ranks exited with code 0 in ")) == 1, "success summary", run)
+    check(not any("RANK_EXIT_NONZERO" in line for line in run.err_lines()), "no failure line", run)
+
+
+@case
+def nproc_option(tmp):
+    run = launch(["--nproc", "2", "--", "sh", "-c", 'echo "$PROCESS_ID/$NUM_PROCESSES"'], base_env())
+    check(run.rc == 0 and sorted(run.out.splitlines()) == ["[rank 0] 0/2", "[rank 1] 1/2"],
+          "--nproc sets the world and NUM_PROCESSES of the ranks", run)
+
+
+def failing_job(tmp, fail_with, expected_rc, field, **extra):
+    env = stand_in_env(tmp, 3, STAND_IN_FAIL_RANK=1, STAND_IN_FAIL_WITH=fail_with, **extra)
+    launcher = Launcher([STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 3)
+    go(tmp)
+    run = launcher.finish()
+    check(run.rc == expected_rc, "exit code of the failed rank: %d" % expected_rc, run)
+    line = "dmlp-launch: RANK_EXIT_NONZERO: rank=1 pid=%d %s" % (ranks[1].pid, field)
+    check(run.err_lines().count(line) == 1, "exactly one line %r" % line, run)
+    check(not any(l.startswith("RANK_EXIT_NONZERO") for l in run.err_lines()), "only the prefixed form", run)
+    assert_all_dead(list(ranks.values()) + [launcher.me])
+    return run, ranks
+
+
+@case
+def first_failure_exit_code(tmp):
+    run, ranks = failing_job(tmp, "exit:3", 3, "rc=3")
+    check(len(summary_line(run, "rank 1 failed first: exited with code 3 at ")) == 1, "summary names rank 1", run)
+    for r in (0, 2):
+        want = "dmlp-launch:   rank %d (pid %d): torn down by SIGTERM (killed by signal SIGTERM) at " % (r, ranks[r].pid)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d reported torn down" % r, run)
+    check("dmlp-launch: exit code 3" in run.err_lines(), "summary ends with the exit code", run)
+    # The failing rank's own message precedes the verdict.
+    order = run.err_lines()
+    check(order.index("[rank 1] rank 1 failing with exit:3") <
+          order.index("dmlp-launch: RANK_EXIT_NONZERO: rank=1 pid=%d rc=3" % ranks[1].pid),
+          "the rank's last words come before RANK_EXIT_NONZERO", run)
+
+
+@case
+def rank_killed_sigkill(tmp):
+    run, _ = failing_job(tmp, "signal:KILL", 137, "signal=SIGKILL")
+    check(len(summary_line(run, "rank 1 failed first: killed by signal SIGKILL")) == 1, "summary", run)
+
+
+@case
+def rank_killed_sigsegv(tmp):
+    run, _ = failing_job(tmp, "signal:SEGV", 139, "signal=SIGSEGV")
+    check(len(summary_line(run, "rank 1 failed first: killed by signal SIGSEGV")) == 1, "summary", run)
+
+
+@case
+def rank_exit_137_is_not_a_signal(tmp):
+    run, _ = failing_job(tmp, "exit:137", 137, "rc=137")
+    check(len(summary_line(run, "rank 1 failed first: exited with code 137")) == 1, "summary", run)
+
+
+@case
+def grace_period_then_sigkill(tmp):
+    env = stand_in_env(tmp, 3, STAND_IN_FAIL_RANK=1, STAND_IN_FAIL_WITH="exit:4", STAND_IN_IGNORE_TERM=1)
+    launcher = Launcher(["--grace", "1", STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 3)
+    go(tmp)
+    run = launcher.finish()
+    check(run.rc == 4, "exit code of the failed rank", run)
+    check("dmlp-launch: SIGKILL sent to 2 rank process group(s): the 1 s grace period is over" in run.err_lines(),
+          "SIGKILL after the grace period", run)
+    for r in (0, 2):
+        want = "dmlp-launch:   rank %d (pid %d): killed by SIGKILL after the 1 s grace period at " % (r, ranks[r].pid)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d killed after grace" % r, run)
+    assert_all_dead(list(ranks.values()))
+
+
+@case
+def grace_zero_kills_at_once(tmp):
+    env = stand_in_env(tmp, 2, STAND_IN_FAIL_RANK=1, STAND_IN_FAIL_WITH="exit:6", STAND_IN_IGNORE_TERM=1)
+    launcher = Launcher(["--grace", "0", STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 2)
+    go(tmp)
+    run = launcher.finish()
+    check(run.rc == 6, "exit code of the failed rank", run)
+    check(any(l.startswith("dmlp-launch:   rank 0 (pid %d): killed by SIGKILL at once (--grace 0)" % ranks[0].pid)
+              for l in run.err_lines()), "rank 0 killed at once", run)
+    check(not any("SIGTERM sent" in l for l in run.err_lines()), "no SIGTERM with --grace 0", run)
+
+
+@case
+def background_child_does_not_survive(tmp):
+    env = stand_in_env(tmp, 3, STAND_IN_FAIL_RANK=1, STAND_IN_FAIL_WITH="exit:2", STAND_IN_BACKGROUND=1)
+    launcher = Launcher([STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 3)
+    children = wait_for_ranks(tmp, 3, "bg-")
+    go(tmp)
+    run = launcher.finish()
+    check(run.rc == 2, "exit code of the failed rank", run)
+    # Gone by the time the launcher exits (it waits for every group to empty),
+    # including the failed rank's own child.
+    check(not any(c.alive() for c in children.values()),
+          "background children dead when dmlp-launch exits: %s" % [c for c in children.values() if c.alive()], run)
+    assert_all_dead(list(ranks.values()))
+
+
+@case
+def background_child_of_successful_rank_is_stopped(tmp):
+    script = ('sleep 60 & echo $! > "$STAND_IN_DIR/bg-$PROCESS_ID.tmp"; '
+              'mv "$STAND_IN_DIR/bg-$PROCESS_ID.tmp" "$STAND_IN_DIR/bg-$PROCESS_ID.pid"; '
+              'n=0; while [ ! -e "$STAND_IN_DIR/go" ] && [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done; echo done')
+    launcher = Launcher(["sh", "-c", script], stand_in_env(tmp, 2))
+    children = wait_for_ranks(tmp, 2, "bg-")
+    go(tmp)
+    run = launcher.finish()
+    check(run.rc == 0, "ranks exited 0 -> exit 0", run)
+    check(not any(c.alive() for c in children.values()),
+          "leftover children are gone when dmlp-launch exits: %s" % [c for c in children.values() if c.alive()], run)
+    check(len([l for l in run.err_lines() if "exited but left processes in its group" in l]) == 2,
+          "leftovers are reported", run)
+
+
+def launcher_signal(tmp, sig, expected_rc):
+    # A shell's background child ignores SIGINT (POSIX), so with SIGINT the
+    # groups only empty at the SIGKILL after --grace.
+    env = stand_in_env(tmp, 2, STAND_IN_BACKGROUND=1)
+    launcher = Launcher(["--grace", "1", STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 2)
+    children = wait_for_ranks(tmp, 2, "bg-")
+    launcher.send(sig)
+    run = launcher.finish()
+    name = signal.Signals(sig).name
+    check(run.rc == expected_rc, "exit code 128+%s" % name, run)
+    check("dmlp-launch: received %s from pid %d; send it again to kill at once" % (name, os.getpid())
+          in run.err_lines(), "the signal and its sender are reported", run)
+    check(any(l.startswith("dmlp-launch: stopped by %s" % name) for l in run.err_lines()), "summary", run)
+    check(not any("RANK_EXIT_NONZERO" in l for l in run.err_lines()), "no rank is blamed", run)
+    for r, proc in ranks.items():
+        want = "dmlp-launch:   rank %d (pid %d): torn down by %s (killed by signal %s)" % (r, proc.pid, name, name)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d got the forwarded %s" % (r, name), run)
+    assert_all_dead(list(ranks.values()) + list(children.values()))
+
+
+@case
+def launcher_sigterm(tmp):
+    launcher_signal(tmp, signal.SIGTERM, 143)
+
+
+@case
+def launcher_sigint(tmp):
+    launcher_signal(tmp, signal.SIGINT, 130)
+
+
+@case
+def launcher_sighup(tmp):
+    launcher_signal(tmp, signal.SIGHUP, 129)
+
+
+@case
+def second_signal_kills_at_once(tmp):
+    # Ranks ignore SIGTERM and the grace period is long: only the second
+    # signal can end this run within RUN_LIMIT.
+    env = stand_in_env(tmp, 2, STAND_IN_IGNORE_TERM=1)
+    launcher = Launcher(["--grace", "600", STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 2)
+    launcher.send(signal.SIGTERM)
+    launcher.wait_for_stderr("SIGTERM sent to 2 rank process group(s)")
+    check(all(p.alive() for p in ranks.values()), "ranks ignore the first SIGTERM")
+    launcher.send(signal.SIGTERM)
+    run = launcher.finish()
+    check(run.rc == 143, "exit code 128+SIGTERM", run)
+    check("dmlp-launch: SIGKILL sent to 2 rank process group(s): second signal" in run.err_lines(), "SIGKILL", run)
+    for r, proc in ranks.items():
+        want = "dmlp-launch:   rank %d (pid %d): killed by SIGKILL at once (second signal)" % (r, proc.pid)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d killed at once" % r, run)
+    assert_all_dead(list(ranks.values()))
+
+
+@case
+def launcher_sigkill_leaves_no_rank(tmp):
+    env = stand_in_env(tmp, 3, STAND_IN_BACKGROUND=1)
+    launcher = Launcher([STAND_IN], env)
+    ranks = wait_for_ranks(tmp, 3)
+    children = wait_for_ranks(tmp, 3, "bg-")
+    launcher.send(signal.SIGKILL)
+    run = launcher.finish()
+    check(run.rc == -signal.SIGKILL, "the launcher was SIGKILLed", run)
+    # Ranks die by their parent-death signal; their own children by the watchdog.
+    assert_all_dead(list(ranks.values()) + list(children.values()))
+
+
+@case
+def sigusr_is_forwarded_only(tmp):
+    script = ('trap \'echo "got USR1"; exit 0\' USR1; echo $$ > "$STAND_IN_DIR/rank-$PROCESS_ID.tmp"; '
+              'mv "$STAND_IN_DIR/rank-$PROCESS_ID.tmp" "$STAND_IN_DIR/rank-$PROCESS_ID.pid"; '
+              'n=0; while [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done; exit 7')
+    launcher = Launcher(["sh", "-c", script], stand_in_env(tmp, 2))
+    wait_for_ranks(tmp, 2)
+    launcher.send(signal.SIGUSR1)
+    run = launcher.finish()
+    check(run.rc == 0, "SIGUSR1 reached both ranks, which then exited 0", run)
+    check(sorted(run.out.splitlines()) == ["[rank 0] got USR1", "[rank 1] got USR1"], "both got it", run)
+
+
+@case
+def num_processes_missing_or_invalid(tmp):
+    cases = [
+        ({}, "ENV_MISSING: NUM_PROCESSES"),
+        ({"NUM_PROCESSES": ""}, "ENV_EMPTY: NUM_PROCESSES"),
+        ({"NUM_PROCESSES": "abc"}, "ENV_INVALID: NUM_PROCESSES='abc' is not an integer"),
+        ({"NUM_PROCESSES": "0"}, "ENV_INVALID: NUM_PROCESSES='0' must be >= 1"),
+        ({"NUM_PROCESSES": "2x"}, "ENV_INVALID: NUM_PROCESSES='2x' is not an integer"),
+        ({"NUM_PROCESSES": "-3"}, "ENV_INVALID: NUM_PROCESSES='-3' is not an integer"),
+    ]
+    for env, message in cases:
+        run = launch(["true"], base_env(**env))
+        check(run.rc == 2, "configuration error -> exit 2 for %r" % env, run)
+        check(run.err == "dmlp-launch: error: %s\n" % message and run.out == "", "exact message %r" % message, run)
+
+
+@case
+def bad_options(tmp):
+    cases = [
+        (["--bogus", "true"], "USAGE: unknown option --bogus (put -- before a COMMAND that starts with '-')"),
+        (["--grace", "x", "true"], "OPTION_INVALID: --grace='x' is not a number of seconds"),
+        (["--nnodes", "3", "true"], "CONFIG_INVALID: --nnodes 3 does not divide NUM_PROCESSES 4"),
+        (["--nnodes", "2", "--node-rank", "2", "true"], "CONFIG_INVALID: --node-rank 2 must be below --nnodes 2"),
+    ]
+    for args, message in cases:
+        run = launch(args, base_env(NUM_PROCESSES=4))
+        check(run.rc == 2 and run.err == "dmlp-launch: error: %s\n" % message, "exit 2 with %r" % message, run)
+    run = launch(["--help"], base_env())
+    check(run.rc == 0 and "Usage: dmlp-launch [options] [--] [COMMAND [ARGS...]]" in run.out, "--help", run)
+
+
+@case
+def command_not_found_or_not_executable(tmp):
+    plain = os.path.join(tmp, "plain.sh")
+    with open(plain, "w") as f:
+        f.write("#!/bin/sh\necho never\n")
+    os.chmod(plain, 0o644)
+    no_format = os.path.join(tmp, "no-format")
+    with open(no_format, "wb") as f:
+        f.write(b"\x00\x01\x02 not a program\n")
+    os.chmod(no_format, 0o755)
+    bad_interpreter = os.path.join(tmp, "bad-interpreter")
+    with open(bad_interpreter, "w") as f:
+        f.write("#!/nonexistent/interpreter\n")
+    os.chmod(bad_interpreter, 0o755)
+    cases = [
+        (["--", os.path.join(tmp, "missing")], 127,
+         "COMMAND_NOT_FOUND: %s/missing: No such file or directory" % tmp),
+        (["dmlp-no-such-command-anywhere"], 127, "COMMAND_NOT_FOUND: dmlp-no-such-command-anywhere: not found in PATH"),
+        ([plain], 126, "COMMAND_NOT_EXECUTABLE: %s: Permission denied" % plain),
+        ([tmp], 126, "COMMAND_NOT_EXECUTABLE: %s: is a directory" % tmp),
+        # These pass the lookup and fail in execve: reported through the child's report pipe.
+        ([no_format], 126, "COMMAND_NOT_EXECUTABLE: %s: Exec format error" % no_format),
+        ([bad_interpreter], 127, "COMMAND_NOT_FOUND: %s: No such file or directory "
+                                 "(exec failed; a missing #! interpreter reads the same)" % bad_interpreter),
+    ]
+    for args, rc, message in cases:
+        run = launch(args, base_env(NUM_PROCESSES=2))
+        check(run.rc == rc and run.err == "dmlp-launch: error: %s\n" % message and run.out == "",
+              "exit %d with %r" % (rc, message), run)
+
+
+@case
+def default_command_beside_launcher(tmp):
+    install = os.path.join(tmp, "bin")
+    os.mkdir(install)
+    copy = os.path.join(install, "dmlp-launch")
+    shutil.copy2(LAUNCHER, copy)
+    run = launch([], base_env(NUM_PROCESSES=1), launcher=copy)
+    check(run.rc == 127 and run.err == "dmlp-launch: error: COMMAND_NOT_FOUND: %s/dmlp-train: "
+          "No such file or directory\n" % install, "no dmlp-train beside it -> 127", run)
+    trainer = os.path.join(install, "dmlp-train")
+    with open(trainer, "w") as f:
+        f.write('#!/bin/sh\necho "stand-in trainer $PROCESS_ID $*"\n')
+    os.chmod(trainer, 0o755)
+    run = launch([], base_env(NUM_PROCESSES=2), launcher=copy)
+    check(run.rc == 0 and sorted(run.out.splitlines()) == ["[rank 0] stand-in trainer 0 ", "[rank 1] stand-in trainer 1 "],
+          "runs the dmlp-train installed beside dmlp-launch", run)
+
+
+PIECES_SCRIPT = r'''
+printf 'alpha-' ; printf 'ALPHA-' >&2
+sleep 0.05
+printf 'beta-'  ; printf 'BETA-' >&2
+sleep 0.05
+printf 'gamma\nsecond line, ' ; printf 'GAMMA\n' >&2
+sleep 0.05
+printf 'end\n'
+printf 'tail without newline'; printf 'TAIL' >&2
+'''
+
+
+@case
+def partial_lines_are_prefixed_whole(tmp):
+    run = launch(["sh", "-c", PIECES_SCRIPT], base_env(NUM_PROCESSES=4))
+    check(run.rc == 0, "exit 0", run)
+    for r in range(4):
+        p = "[rank %d] " % r
+        check([l for l in run.out.splitlines() if l.startswith(p)] ==
+              [p + "alpha-beta-gamma", p + "second line, end", p + "tail without newline"],
+              "rank %d stdout lines whole and in order" % r, run)
+        check([l for l in run.err_lines() if l.startswith(p)] == [p + "ALPHA-BETA-GAMMA", p + "TAIL"],
+              "rank %d stderr lines whole and in order" % r, run)
+    check(all(l.startswith("[rank ") for l in run.out.splitlines()), "no unprefixed stdout line", run)
+    check(run.out.endswith("\n"), "the final partial line is given a newline", run)
+
+
+@case
+def log_dir_keeps_raw_files(tmp):
+    logs = os.path.join(tmp, "logs", "nested")
+    run = launch(["--log-dir", logs, "--show-ranks", "0", "--", "sh", "-c", PIECES_SCRIPT + "exit $PROCESS_ID"],
+                 base_env(NUM_PROCESSES=2))
+    check(run.rc == 1, "rank 1 exits 1", run)
+    for r in range(2):
+        with open(os.path.join(logs, "rank-%d.stdout" % r)) as f:
+            check(f.read() == "alpha-beta-gamma\nsecond line, end\ntail without newline",
+                  "raw stdout of rank %d, unprefixed, partial last line kept" % r, run)
+        with open(os.path.join(logs, "rank-%d.stderr" % r)) as f:
+            check(f.read() == "ALPHA-BETA-GAMMA\nTAIL", "raw stderr of rank %d" % r, run)
+    check(all(l.startswith("[rank 0] ") for l in run.out.splitlines()), "--show-ranks 0 hides rank 1", run)
+    check(sorted(os.listdir(logs)) == ["rank-0.stderr", "rank-0.stdout", "rank-1.stderr", "rank-1.stdout"],
+          "one file per rank and stream", run)
+
+
+@case
+def sigstop_sigcont_whole_job(tmp):
+    # Each rank works in small steps; the job is frozen twice, longer than
+    # its whole work, and must still end as a success.
+    script = ('echo $$ > "$STAND_IN_DIR/rank-$PROCESS_ID.tmp"; mv "$STAND_IN_DIR/rank-$PROCESS_ID.tmp" '
+              '"$STAND_IN_DIR/rank-$PROCESS_ID.pid"; i=0; while [ $i -lt 10 ]; do sleep 0.05; i=$((i+1)); done; '
+              'echo "finished $PROCESS_ID"')
+    launcher = Launcher(["--grace", "1", "--", "sh", "-c", script], stand_in_env(tmp, 3))
+    ranks = wait_for_ranks(tmp, 3)
+    groups = [p.pid for p in ranks.values()]
+
+    def freeze():
+        launcher.send(signal.SIGSTOP)
+        for g in groups:
+            try:
+                os.killpg(g, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+
+    def thaw():
+        for g in groups:
+            try:
+                os.killpg(g, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        launcher.send(signal.SIGCONT)
+
+    freeze()
+    time.sleep(1.5)  # frozen longer than --grace and than the ranks' own work
+    thaw()
+    # Second freeze: the launcher alone, while the ranks finish underneath it.
+    launcher.send(signal.SIGSTOP)
+    wait_until(lambda: not any(p.alive() for p in ranks.values()), READY_LIMIT, "ranks to finish")
+    time.sleep(0.2)
+    launcher.send(signal.SIGCONT)
+    run = launcher.finish()
+    check(run.rc == 0, "a frozen and restored job still succeeds", run)
+    check(sorted(run.out.splitlines()) == ["[rank %d] finished %d" % (r, r) for r in range(3)], "all finished", run)
+    check(len(summary_line(run, "all 3 ranks exited with code 0")) == 1, "success summary", run)
+
+
+@case
+def two_nodes_on_one_host(tmp):
+    script = 'echo "PROCESS_ID=$PROCESS_ID LOCAL_RANK=$LOCAL_RANK NUM_PROCESSES=$NUM_PROCESSES"'
+    env = base_env(NUM_PROCESSES=4)
+    nodes = [Launcher(["--nnodes", "2", "--node-rank", str(j), "--", "sh", "-c", script], env) for j in (0, 1)]
+    runs = [n.finish() for n in nodes]
+    for j, run in enumerate(runs):
+        check(run.rc == 0, "node %d exits 0" % j, run)
+        expected = ["[rank %d] PROCESS_ID=%d LOCAL_RANK=%d NUM_PROCESSES=4" % (2 * j + l, 2 * j + l, l) for l in (0, 1)]
+        check(sorted(run.out.splitlines()) == expected, "node %d starts ranks %d..%d" % (j, 2 * j, 2 * j + 1), run)
+        check(len(summary_line(run, "all 2 ranks of this node (of 4) exited with code 0")) == 1, "summary", run)
+
+
+@case
+def stdin_is_dev_null_and_own_process_group(tmp):
+    script = ('read line; echo "read=$? pgid_is_pid=$([ "$(ps -o pgid= -p $$ | tr -d " ")" = "$$" ] && echo yes || echo no)"; '
+              'ls -l /proc/$$/fd/0 | sed "s/.*-> //"')
+    run = launch(["sh", "-c", script], base_env(NUM_PROCESSES=1))
+    check(run.rc == 0, "exit 0", run)
+    check(run.out.splitlines() == ["[rank 0] read=1 pgid_is_pid=yes", "[rank 0] /dev/null"],
+          "stdin is /dev/null (read hits EOF) and the rank leads its own group", run)
+
+
+# ---------------------------------------------------------------- driver
+
+def run_case(name):
+    tmp = tempfile.mkdtemp(prefix="dmlp-launch-e2e-")
+    try:
+        CASES[name](tmp)
+        print("PASS %s" % name)
+        return True
+    except Exception:  # report every kind of failure the same way
+        print("FAIL %s" % name)
+        traceback.print_exc(file=sys.stdout)
+        return False
+    finally:
+        cleanup(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    global LAUNCHER
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--launcher", help="the dmlp-launch binary under test")
+    parser.add_argument("--all", action="store_true")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("cases", nargs="*")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if not args.launcher:
+        parser.error("--launcher is required")
+    LAUNCHER = os.path.abspath(args.launcher)
+    names = list(CASES) if args.all else args.cases
+    unknown = [n for n in names if n not in CASES]
+    if unknown or not names:
+        parser.error("unknown or no cases: %s" % unknown)
+    results = [run_case(n) for n in names]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
