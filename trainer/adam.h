@@ -1,0 +1,83 @@
+// defines: AdamScalars, AdamNextCount, MakeAdamScalars, AdamElement, AdamUpdate
+//
+// optax.adam(learning_rate) (b1 0.9, b2 0.999, eps 1e-8, eps_root 0), step by
+// step as optax 0.2.x computes it in float32 (optax/_src/transform.py
+// scale_by_adam, tree_utils/_tree_math.py tree_update_moment /
+// tree_bias_correction, transform.py scale_by_learning_rate, update.py
+// apply_updates):
+//   count' = safe_increment(count)                        int32, saturating
+//   mu'    = (1 - b1) * g + b1 * mu
+//   nu'    = (1 - b2) * (g * g) + b2 * nu
+//   mu_hat = mu' / (1 - b1^count')
+//   nu_hat = nu' / (1 - b2^count')
+//   u      = mu_hat / (sqrt(nu_hat + eps_root) + eps)     (+ 0 is dropped: nu_hat >= +0)
+//   p'     = p + (-learning_rate) * u
+// Python evaluates 1 - b1, 1 - b2 and -learning_rate in double; jax rounds
+// those weak-typed scalars to float32, as MakeAdamScalars does.
+//
+// Bias corrections: jax computes 1 - b^count' as a float32 scalar, and XLA's
+// algebraic simplifier rewrites `array / broadcast(scalar)` into
+// `array * broadcast(1 / scalar)`, so the compiled reference multiplies by the
+// float32 reciprocal; dmlp does the same, the reciprocal computed once per
+// update on the host and passed to both platforms. b^count' is rounded once
+// from double (XLA's CPU powf is not correctly rounded: 1 - 0.999^count'
+// differs from jax's in the last bit at 2 of the first 100000 counts).
+//
+// Checked against optax 0.2.6 / jax 0.10.2 on the CPU (12 steps, 200000
+// random elements): AdamElement is the optimized HLO of optax.adam op for op,
+// but XLA's CPU code generator also fuses the three `a * b + c` (mu', nu', p')
+// into FMAs, which dmlp deliberately does not (no contraction anywhere: the
+// CUDA platform must give the same bits). With fmaf in those three places the
+// two agreed on every bit; as written, p differs in the last bit on ~3% of
+// elements after 12 steps. dmlp promises bits across its own ranks and
+// platforms, not equality with JAX (whose data and init differ anyway).
+//
+// AdamElement is the per-element update for the CPU loop and the CUDA kernel
+// alike: un-fused operations (device_macros.h) in that order, so both give the
+// same bits from the same inputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "trainer/device_macros.h"
+
+namespace dmlp {
+
+/// Everything AdamElement needs, all float32 as jax holds them.
+struct AdamScalars {
+  float one_minus_b1 = 0;       // float(1 - 0.9)
+  float b1 = 0;                 // float(0.9)
+  float one_minus_b2 = 0;       // float(1 - 0.999)
+  float b2 = 0;                 // float(0.999)
+  float inverse_bias_correction1 = 0;  // 1 / (1 - b1^count'), all float32
+  float inverse_bias_correction2 = 0;  // 1 / (1 - b2^count')
+  float eps = 0;                // float(1e-8)
+  float negative_learning_rate = 0;  // float(-learning_rate)
+};
+
+/// optax's safe_increment: count + 1, staying at INT32_MAX.
+int32_t AdamNextCount(int32_t count);
+
+/// Scalars for the update whose new count is `next_count` (= AdamNextCount(count)).
+/// REQUIRES: next_count >= 1; learning_rate finite and > 0.
+AdamScalars MakeAdamScalars(int32_t next_count, double learning_rate);
+
+/// One element: updates p, mu, nu in place from gradient g.
+DMLP_HOST_DEVICE DMLP_INLINE void AdamElement(const AdamScalars& s, float g, float* p, float* mu,
+                                              float* nu) {
+  const float mu_next = FAdd(FMul(s.one_minus_b1, g), FMul(s.b1, *mu));
+  const float nu_next = FAdd(FMul(s.one_minus_b2, FMul(g, g)), FMul(s.b2, *nu));
+  const float mu_hat = FMul(mu_next, s.inverse_bias_correction1);
+  const float nu_hat = FMul(nu_next, s.inverse_bias_correction2);
+  const float update = FDiv(mu_hat, FAdd(FSqrt(nu_hat), s.eps));
+  *p = FAdd(*p, FMul(s.negative_learning_rate, update));
+  *mu = mu_next;
+  *nu = nu_next;
+}
+
+/// AdamElement over `count` elements (a whole state or one rank's slice of it).
+void AdamUpdate(const AdamScalars& scalars, const float* grad, float* params, float* mu, float* nu,
+                size_t count);
+
+}  // namespace dmlp
