@@ -1,0 +1,15 @@
+# Data, init and Adam (dmlp_trainer_math) and the CPU MLP (dmlp_mlp_cpu).
+add_executable(math_test
+  ${CMAKE_CURRENT_LIST_DIR}/adam_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/data_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/init_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/philox_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/sample_math_test.cc
+)
+target_link_libraries(math_test PRIVATE dmlp_trainer_math GTest::gtest_main)
+target_compile_definitions(math_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
+gtest_discover_tests(math_test DISCOVERY_TIMEOUT 60)
+
+add_executable(mlp_cpu_test ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu_test.cc)
+target_link_libraries(mlp_cpu_test PRIVATE dmlp_mlp_cpu GTest::gtest_main)
+gtest_discover_tests(mlp_cpu_test DISCOVERY_TIMEOUT 60)

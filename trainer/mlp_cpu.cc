@@ -1,0 +1,128 @@
+#include "trainer/mlp_cpu.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <utility>
+
+#include "trainer/gemm_cpu.h"
+
+namespace dmlp {
+namespace {
+
+// jax.nn.relu = maximum(x, 0): NaN passes through (so a diverging run shows a
+// non-finite loss), -0 becomes +0.
+inline float Relu(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }
+
+}  // namespace
+
+Result<CpuMlp> CpuMlp::Create(const StateLayout& layout, int64_t shard_size) {
+  if (shard_size < 1) return Status::Error("MODEL_INVALID", "shard size must be >= 1");
+  const ModelShape& shape = layout.shape();
+  for (int64_t dim : {shard_size, shape.features, shape.width, shape.classes}) {
+    if (dim > INT_MAX)
+      return Status::Error("MODEL_INVALID", "GEMM dimension " + std::to_string(dim) +
+                                                " exceeds INT32_MAX");
+  }
+  return CpuMlp(layout, shard_size);
+}
+
+CpuMlp::CpuMlp(const StateLayout& layout, int64_t shard_size)
+    : layout_(layout), shard_size_(shard_size) {
+  int64_t widest = 0;
+  for (int64_t layer = 0; layer < layout_.dense_count(); ++layer) {
+    outputs_.emplace_back(static_cast<size_t>(shard_size * layout_.fan_out(layer)));
+    widest = std::max(widest, layout_.fan_out(layer));
+  }
+  delta_.resize(static_cast<size_t>(shard_size * widest));
+  delta_below_.resize(delta_.size());
+}
+
+float CpuMlp::ShardGradient(const float* params, const float* inputs, const int32_t* labels,
+                            int64_t global_batch, float* grad) {
+  Forward(params, inputs);
+  const float loss_sum = SoftmaxCrossEntropy(outputs_.back().data(), labels, global_batch);
+  Backward(params, inputs, grad);
+  return loss_sum;
+}
+
+void CpuMlp::Forward(const float* params, const float* inputs) {
+  const int n = static_cast<int>(shard_size_);
+  const float* below = inputs;
+  for (int64_t layer = 0; layer < layout_.dense_count(); ++layer) {
+    const int in = static_cast<int>(layout_.fan_in(layer));
+    const int out = static_cast<int>(layout_.fan_out(layer));
+    const float* kernel = params + layout_.kernel(layer).offset;
+    const float* bias = params + layout_.bias(layer).offset;
+    float* y = outputs_[layer].data();
+    // y = below . kernel, then + bias: flax Dense's dot, then add (two roundings).
+    Sgemm(false, false, n, out, in, 1.0f, below, in, kernel, out, 0.0f, y, out);
+    const bool hidden = layer + 1 < layout_.dense_count();
+    for (int i = 0; i < n; ++i) {
+      float* row = y + static_cast<size_t>(i) * out;
+      for (int j = 0; j < out; ++j) row[j] = row[j] + bias[j];
+      if (hidden)
+        for (int j = 0; j < out; ++j) row[j] = Relu(row[j]);
+    }
+    below = y;
+  }
+}
+
+float CpuMlp::SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
+                                  int64_t global_batch) {
+  // optax.softmax_cross_entropy_with_integer_labels' order: shift by the row
+  // max, l = log(sum exp(shifted)) - shifted[label]. exp and log are glibc's
+  // here; the CUDA platform's losses are close to these, not bit-equal.
+  const int64_t classes = layout_.shape().classes;
+  const float batch = static_cast<float>(global_batch);
+  float loss_sum = 0.0f;
+  for (int64_t i = 0; i < shard_size_; ++i) {
+    const float* z = logits + i * classes;
+    float* d = delta_.data() + i * classes;
+    float row_max = z[0];
+    for (int64_t j = 1; j < classes; ++j)
+      if (z[j] > row_max) row_max = z[j];
+    float sum = 0.0f;
+    for (int64_t j = 0; j < classes; ++j) {
+      d[j] = std::exp(z[j] - row_max);
+      sum += d[j];
+    }
+    const int32_t label = labels[i];
+    loss_sum += std::log(sum) - (z[label] - row_max);
+    // d l_i / d z_ij = softmax_ij - [j == label]; the mean divides by B.
+    for (int64_t j = 0; j < classes; ++j)
+      d[j] = (d[j] / sum - (j == label ? 1.0f : 0.0f)) / batch;
+  }
+  return loss_sum;
+}
+
+void CpuMlp::Backward(const float* params, const float* inputs, float* grad) {
+  const int n = static_cast<int>(shard_size_);
+  for (int64_t layer = layout_.dense_count() - 1; layer >= 0; --layer) {
+    const int in = static_cast<int>(layout_.fan_in(layer));
+    const int out = static_cast<int>(layout_.fan_out(layer));
+    const float* below = layer == 0 ? inputs : outputs_[layer - 1].data();
+    // Kernel gradient: below^T . delta (in x out).
+    Sgemm(true, false, in, out, n, 1.0f, below, in, delta_.data(), out, 0.0f,
+          grad + layout_.kernel(layer).offset, out);
+    // Bias gradient: column sums, each in sample order 0, 1, ..., n-1.
+    float* bias_grad = grad + layout_.bias(layer).offset;
+    std::fill(bias_grad, bias_grad + out, 0.0f);
+    for (int i = 0; i < n; ++i) {
+      const float* row = delta_.data() + static_cast<size_t>(i) * out;
+      for (int j = 0; j < out; ++j) bias_grad[j] += row[j];
+    }
+    if (layer == 0) break;
+    // Through the kernel: delta . kernel^T (n x in), then through the ReLU
+    // below: zero where its output is not positive (jax.nn.relu's derivative
+    // is 0 at 0).
+    const float* kernel = params + layout_.kernel(layer).offset;
+    Sgemm(false, true, n, in, out, 1.0f, delta_.data(), out, kernel, out, 0.0f,
+          delta_below_.data(), in);
+    for (size_t e = 0; e < static_cast<size_t>(n) * in; ++e)
+      if (!(below[e] > 0.0f)) delta_below_[e] = 0.0f;
+    std::swap(delta_, delta_below_);
+  }
+}
+
+}  // namespace dmlp
