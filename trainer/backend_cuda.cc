@@ -1,0 +1,328 @@
+// The CUDA platform (DESIGN.md, issue 5): one GPU per rank, data generated on
+// the GPU, cuBLAS GEMMs and this platform's kernels per shard (cuda/mlp_cuda.h),
+// the ordered reduction with NCCL moving bytes and cuda/fold.h adding them,
+// Adam on the device. Everything of an update runs on one compute stream; the
+// host only enqueues, so Update() returns before the GPU finished, and waits
+// (cuda/stream_wait.h) only in LastLoss, LoadState and the snapshot waiter.
+//
+// The state lives on the device as one canonical image (params, int32 count,
+// mu, nu), so a snapshot is one device->pinned-host copy on a side stream. The
+// next update's Adam waits for that copy (an event), its forward/backward does
+// not: the copy and the hashing overlap the next step.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "trainer/adam.h"
+#include "trainer/backend.h"
+#include "trainer/cuda/adam_update.h"
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/data_gen.h"
+#include "trainer/cuda/device_buffer.h"
+#include "trainer/cuda/device_select.h"
+#include "trainer/cuda/fold.h"
+#include "trainer/cuda/gemm_cublas.h"
+#include "trainer/cuda/mlp_cuda.h"
+#include "trainer/cuda/nccl_collectives.h"
+#include "trainer/cuda/phase_profile.h"
+#include "trainer/cuda/stream_wait.h"
+#include "trainer/data.h"
+#include "trainer/device_macros.h"
+#include "trainer/ordered_reduce.h"
+#include "trainer/rendezvous.h"
+
+namespace dmlp {
+namespace {
+
+using cuda::CudaEvent;
+using cuda::CudaStream;
+using cuda::DeviceBuffer;
+using cuda::PhaseProfile;
+
+// Shard partials start on 256-byte boundaries whatever the world size, so the
+// gradient GEMMs of a shard see the same pointer alignment (and cuBLAS picks
+// the same kernel) for every NUM_PROCESSES: part of the bit promise.
+constexpr size_t kPartialAlignFloats = 64;
+
+void FreePinned(uint8_t* buffer) { (void)cudaFreeHost(buffer); }
+
+/// Environment settings that change what cuBLAS or the device computes.
+nlohmann::json CudaEnvironment() {
+  nlohmann::json settings = nlohmann::json::object();
+  for (const char* name : {"NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG",
+                           "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"}) {
+    if (const char* value = std::getenv(name)) settings[name] = value;
+  }
+  return settings;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const Plan& plan, const StateLayout& layout) : plan_(plan), layout_(layout) {
+    reduction_.parameter_count = layout.parameter_count();
+    reduction_.world_size = static_cast<size_t>(plan.num_processes);
+    reduction_.shards_per_rank = static_cast<size_t>(plan.shards_per_rank());
+    partial_stride_ = (reduction_.padded_length() + kPartialAlignFloats - 1) /
+                      kPartialAlignFloats * kPartialAlignFloats;
+  }
+
+  ~CudaBackend() override {
+    // Let queued work finish (a peer failure ends the wait) before NCCL and the
+    // buffers go; on any failure the communicator aborts rather than flushes.
+    if (!initialized_) return;
+    if (broken_.ok()) broken_ = WaitForStream();
+    if (comm_ != nullptr && !broken_.ok()) comm_->MarkFailed();
+    comm_.reset();
+  }
+
+  Status Initialize(Rendezvous& rendezvous) {
+    DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_.local_rank));
+    DMLP_ASSIGN_OR_RETURN(stream_, CudaStream::Create());
+    DMLP_ASSIGN_OR_RETURN(copy_stream_, CudaStream::Create());
+    DMLP_ASSIGN_OR_RETURN(gemm_, cuda::CublasGemm::Create(
+                                     stream_.get(), plan_.matmul_precision == MatmulPrecision::kTf32));
+    DMLP_ASSIGN_OR_RETURN(mlp_, cuda::CudaMlp::Create(layout_, plan_.shard_size(), &gemm_, stream_.get()));
+    DMLP_ASSIGN_OR_RETURN(state_, DeviceBuffer<uint8_t>::Create(layout_.image_bytes(), true));
+    const size_t shard_samples = static_cast<size_t>(plan_.shard_size());
+    DMLP_ASSIGN_OR_RETURN(inputs_, DeviceBuffer<float>::Create(shard_samples * plan_.model.features));
+    DMLP_ASSIGN_OR_RETURN(labels_, DeviceBuffer<int32_t>::Create(shard_samples));
+    // Zeroed once: the padding after the loss is never written and must stay 0.
+    DMLP_ASSIGN_OR_RETURN(partials_, DeviceBuffer<float>::Create(
+                                         reduction_.shards_per_rank * partial_stride_, true));
+    DMLP_ASSIGN_OR_RETURN(reduced_, DeviceBuffer<float>::Create(reduction_.padded_length(), true));
+    const bool ordered_exchange = plan_.num_processes > 1 && plan_.reduction == Reduction::kOrdered;
+    if (ordered_exchange) {
+      DMLP_ASSIGN_OR_RETURN(receive_, DeviceBuffer<float>::Create(
+                                          size_t(plan_.data_shards) * reduction_.slice_length()));
+      DMLP_ASSIGN_OR_RETURN(folded_, DeviceBuffer<float>::Create(reduction_.slice_length()));
+    }
+    void* loss_host = nullptr;
+    CUDA_CHECK(cudaMallocHost(&loss_host, sizeof(float)));
+    loss_host_.reset(static_cast<uint8_t*>(loss_host));
+    DMLP_ASSIGN_OR_RETURN(loss_ready_, CudaEvent::Create());
+    DMLP_ASSIGN_OR_RETURN(state_ready_, CudaEvent::Create());
+    DMLP_ASSIGN_OR_RETURN(stream_idle_, CudaEvent::Create());
+    DMLP_ASSIGN_OR_RETURN(cublas_version_, cuda::CublasGemm::LibraryVersion());
+    DMLP_ASSIGN_OR_RETURN(nccl_version_, cuda::NcclComm::LibraryVersion());
+    if (plan_.num_processes > 1) {
+      DMLP_ASSIGN_OR_RETURN(comm_, cuda::NcclComm::Create(
+                                       rendezvous, std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
+    }
+    initialized_ = true;
+    return Status::Ok();
+  }
+
+  nlohmann::json Fingerprint() const override {
+    return {{"platform", "cuda"},
+            {"device", {{"name", device_.name},
+                        {"sm_count", device_.sm_count},
+                        {"compute_capability", std::to_string(device_.compute_major) + "." +
+                                                   std::to_string(device_.compute_minor)},
+                        {"memory_bytes", device_.total_memory},
+                        {"pci_bus_id", device_.pci_bus_id},
+                        {"ordinal", device_.index}}},
+            {"cuda_driver", cuda::VersionText(device_.driver_version)},
+            {"cuda_runtime", cuda::VersionText(device_.runtime_version)},
+            {"cublas", cublas_version_},
+            {"cublas_compute_type", gemm_.compute_type_name()},
+            {"cublas_workspace_bytes", cuda::kCublasWorkspaceBytes},
+            {"nccl", nccl_version_},
+            {"collectives", comm_ ? "nccl" : "none (1 process)"},
+            {"cuda_env", CudaEnvironment()}};
+  }
+
+  Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
+    void* buffer = nullptr;
+    CUDA_CHECK(cudaMallocHost(&buffer, layout_.image_bytes()));
+    return SnapshotBuffer(static_cast<uint8_t*>(buffer), &FreePinned);
+  }
+
+  Status LoadState(const uint8_t* image) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    return Guard([&]() -> Status {
+      DMLP_RETURN_IF_ERROR(WaitForSnapshotCopy());
+      CUDA_CHECK(cudaMemcpyAsync(state_.get(), image, layout_.image_bytes(),
+                                 cudaMemcpyHostToDevice, stream_.get()));
+      DMLP_RETURN_IF_ERROR(WaitForStream());
+      std::memcpy(&count_, image + layout_.count_offset(), sizeof count_);
+      return Status::Ok();
+    });
+  }
+
+  Status Update(int64_t step, int64_t microbatch) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    return Guard([&] { return EnqueueUpdate(step, microbatch); });
+  }
+
+  Result<float> LastLoss() override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    if (updates_ == 0) return Status::Error("INTERNAL", "LastLoss before any update");
+    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
+      DMLP_RETURN_IF_ERROR(cuda::WaitForEvent(loss_ready_.get(), Peers()));
+      return profile_.Harvest();
+    }));
+    float loss_sum = 0;
+    std::memcpy(&loss_sum, loss_host_.get(), sizeof loss_sum);
+    return FDiv(loss_sum, static_cast<float>(plan_.batch));
+  }
+
+  Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    std::shared_ptr<CudaEvent> copied;
+    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
+      DMLP_ASSIGN_OR_RETURN(CudaEvent done, CudaEvent::Create());
+      copied = std::make_shared<CudaEvent>(std::move(done));
+      CUDA_CHECK(cudaEventRecord(state_ready_.get(), stream_.get()));
+      CUDA_CHECK(cudaStreamWaitEvent(copy_stream_.get(), state_ready_.get(), 0));
+      CUDA_CHECK(cudaMemcpyAsync(buffer, state_.get(), layout_.image_bytes(),
+                                 cudaMemcpyDeviceToHost, copy_stream_.get()));
+      CUDA_CHECK(cudaEventRecord(copied->get(), copy_stream_.get()));
+      return Status::Ok();
+    }));
+    snapshot_copied_ = copied;
+    // Runs on the hasher thread: the device is per thread in CUDA, so set it.
+    // REQUIRES (backend.h): the backend outlives the waiter.
+    const int device = device_.index;
+    cuda::PeerCheck peers = Peers();
+    return SnapshotWaiter([copied, device, peers]() -> Status {
+      CUDA_CHECK(cudaSetDevice(device));
+      return cuda::WaitForEvent(copied->get(), peers);
+    });
+  }
+
+  nlohmann::json Profile() const override { return profile_.Seconds(); }
+
+ private:
+  float* params() const { return reinterpret_cast<float*>(state_.get()); }
+  float* mu() const { return reinterpret_cast<float*>(state_.get() + layout_.mu_offset()); }
+  float* nu() const { return reinterpret_cast<float*>(state_.get() + layout_.nu_offset()); }
+  int32_t* count_slot() const {
+    return reinterpret_cast<int32_t*>(state_.get() + layout_.count_offset());
+  }
+
+  /// NCCL's asynchronous error, for waits that may sit behind a collective.
+  cuda::PeerCheck Peers() const {
+    if (comm_ == nullptr) return nullptr;
+    const cuda::NcclComm* comm = comm_.get();
+    return [comm] { return comm->CheckAsyncError(); };
+  }
+
+  /// Runs `body`; its first error breaks the backend (every later call returns it).
+  template <typename Body>
+  Status Guard(Body&& body) {
+    Status status = body();
+    if (!status.ok()) {
+      broken_ = status;
+      if (comm_ != nullptr) comm_->MarkFailed();
+    }
+    return status;
+  }
+
+  Status WaitForStream() {
+    CUDA_CHECK(cudaEventRecord(stream_idle_.get(), stream_.get()));
+    return cuda::WaitForEvent(stream_idle_.get(), Peers());
+  }
+
+  /// Makes the compute stream wait until the last snapshot copy read the state.
+  Status WaitForSnapshotCopy() {
+    if (snapshot_copied_ != nullptr)
+      CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), snapshot_copied_->get(), 0));
+    return Status::Ok();
+  }
+
+  Status EnqueueUpdate(int64_t step, int64_t microbatch) {
+    cudaStream_t stream = stream_.get();
+    const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
+                          plan_.model.classes};
+    const int64_t shard_size = plan_.shard_size();
+    DMLP_RETURN_IF_ERROR(profile_.Begin(stream));
+    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
+      const int64_t shard = plan_.first_shard() + static_cast<int64_t>(local);
+      DMLP_RETURN_IF_ERROR(cuda::GenerateSamplesOnDevice(spec, step, microbatch, shard * shard_size,
+                                                         (shard + 1) * shard_size, inputs_.get(),
+                                                         labels_.get(), stream));
+      DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kData, stream));
+      float* partial = partials_.get() + local * partial_stride_;
+      DMLP_RETURN_IF_ERROR(mlp_.ShardGradient(params(), inputs_.get(), labels_.get(), plan_.batch,
+                                              partial, partial + reduction_.loss_index()));
+      DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCompute, stream));
+    }
+    DMLP_RETURN_IF_ERROR(Reduce(stream));
+    DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCollectives, stream));
+    DMLP_RETURN_IF_ERROR(WaitForSnapshotCopy());
+    const int32_t next_count = AdamNextCount(count_);
+    DMLP_RETURN_IF_ERROR(cuda::AdamUpdateOnDevice(
+        MakeAdamScalars(next_count, plan_.learning_rate), reduced_.get(), params(), mu(), nu(),
+        layout_.parameter_count(), count_slot(), next_count, stream));
+    DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kOptimizer, stream));
+    CUDA_CHECK(cudaMemcpyAsync(loss_host_.get(), reduced_.get() + reduction_.loss_index(),
+                               sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaEventRecord(loss_ready_.get(), stream));
+    count_ = next_count;
+    ++updates_;
+    return Status::Ok();
+  }
+
+  /// Step 2 of the update contract (backend.h), into reduced_ (padded length).
+  Status Reduce(cudaStream_t stream) {
+    const size_t local_shards = reduction_.shards_per_rank;
+    const size_t padded = reduction_.padded_length();
+    if (plan_.reduction == Reduction::kAllreduce || comm_ == nullptr) {
+      // Local shards in order; one rank (ordered) needs nothing more: the same
+      // left fold over all shards.
+      DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(partials_.get(), local_shards, partial_stride_,
+                                                    padded, reduced_.get(), stream));
+      if (comm_ == nullptr) return Status::Ok();
+      return comm_->AllReduceSum(reduced_.get(), reduction_.loss_index() + 1, stream);
+    }
+    const size_t slice = reduction_.slice_length();
+    DMLP_RETURN_IF_ERROR(comm_->AllToAllSlices(partials_.get(), local_shards, partial_stride_, slice,
+                                               receive_.get(), stream));
+    DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(receive_.get(), size_t(plan_.data_shards), slice,
+                                                  slice, folded_.get(), stream));
+    return comm_->AllGather(folded_.get(), reduced_.get(), slice, stream);
+  }
+
+  const Plan plan_;
+  const StateLayout layout_;
+  ReductionLayout reduction_;
+  size_t partial_stride_ = 0;  // floats between shard partials (>= padded length)
+  cuda::DeviceFacts device_;
+  std::string cublas_version_, nccl_version_;
+  // Declaration order is destruction order reversed: streams and events last,
+  // the communicator first (it must abort before memory its kernels use is freed).
+  CudaStream stream_;       // every update: data, GEMMs, kernels, NCCL
+  CudaStream copy_stream_;  // snapshot copies only
+  CudaEvent loss_ready_, state_ready_, stream_idle_;
+  std::shared_ptr<CudaEvent> snapshot_copied_;  // the last snapshot copy's completion
+  PhaseProfile profile_;
+  cuda::CublasGemm gemm_;
+  cuda::CudaMlp mlp_;
+  DeviceBuffer<uint8_t> state_;  // canonical image: params, count, mu, nu
+  DeviceBuffer<float> inputs_;
+  DeviceBuffer<int32_t> labels_;
+  DeviceBuffer<float> partials_;          // [local shard][partial_stride_]: gradient, loss, zeros
+  DeviceBuffer<float> receive_, folded_;  // ordered exchange with several ranks
+  DeviceBuffer<float> reduced_;           // padded: global gradient, loss sum, zeros
+  SnapshotBuffer loss_host_{nullptr, &FreePinned};  // pinned float: the last update's loss sum
+  std::unique_ptr<cuda::NcclComm> comm_;  // null with one process
+  int32_t count_ = 0;     // Adam count of the state the next update starts from
+  int64_t updates_ = 0;
+  bool initialized_ = false;  // Initialize() succeeded
+  Status broken_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,
+                                                   Rendezvous& rendezvous) {
+  cuda::SetErrorRank(static_cast<int>(plan.process_id));
+  auto backend = std::make_unique<CudaBackend>(plan, layout);
+  DMLP_RETURN_IF_ERROR(backend->Initialize(rendezvous));
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace dmlp

@@ -1,0 +1,58 @@
+#include "trainer/cuda/cuda_check.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <string_view>
+
+namespace dmlp::cuda {
+namespace {
+
+std::atomic<int> error_rank{-1};
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// __FILE__ is the absolute path CMake passed; users want the path in the tree.
+const char* RelativeToSource(const char* file) {
+  const std::string_view path(file);
+  const size_t at = path.rfind("/trainer/");
+  return at == std::string_view::npos ? file : file + at + 1;
+}
+
+}  // namespace
+
+void SetErrorRank(int rank) { error_rank.store(rank); }
+
+std::string ErrorLocation(const char* file, int line) {
+  static const std::string host = HostName();
+  const int rank = error_rank.load();
+  return std::string(" at ") + RelativeToSource(file) + ":" + std::to_string(line) + " [rank " +
+         (rank < 0 ? std::string("?") : std::to_string(rank)) + " on host " + host + "]";
+}
+
+Status CudaErrorStatus(cudaError_t error, const char* call, const char* file, int line) {
+  return Status::Error("CUDA_ERROR", std::string(call) + ": " + cudaGetErrorString(error) + " (" +
+                                         cudaGetErrorName(error) + ")" + ErrorLocation(file, line));
+}
+
+Status CublasErrorStatus(cublasStatus_t status, const char* call, const char* file, int line) {
+  return Status::Error("CUBLAS_ERROR", std::string(call) + ": " + cublasGetStatusString(status) +
+                                           " (" + cublasGetStatusName(status) + ")" +
+                                           ErrorLocation(file, line));
+}
+
+Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, const char* file,
+                       int line) {
+  std::string detail = std::string(call) + ": " + ncclGetErrorString(result);
+  // ncclGetLastError(nullptr) gives the last message of any communicator in the process.
+  const char* last = ncclGetLastError(comm);
+  if (last != nullptr && last[0] != '\0') detail += std::string("; ") + last;
+  return Status::Error("NCCL_ERROR", detail + ErrorLocation(file, line));
+}
+
+}  // namespace dmlp::cuda

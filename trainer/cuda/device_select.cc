@@ -1,0 +1,69 @@
+#include "trainer/cuda/device_select.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+
+#include "trainer/cuda/cuda_check.h"
+
+namespace dmlp::cuda {
+namespace {
+
+std::string VisibleDevicesSetting() {
+  const char* value = std::getenv("CUDA_VISIBLE_DEVICES");
+  return value == nullptr ? "unset" : "\"" + std::string(value) + "\"";
+}
+
+}  // namespace
+
+Result<int> VisibleDeviceCount() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    // No driver (cudaErrorInsufficientDriver), no device (cudaErrorNoDevice), a
+    // broken install...: the runtime's own words say which. Clear the error so
+    // a caller that goes on (a test that skips) is not poisoned by it.
+    (void)cudaGetLastError();
+    return Status::Error("CUDA_UNAVAILABLE", std::string("cudaGetDeviceCount: ") +
+                                                 cudaGetErrorString(error) + " (" +
+                                                 cudaGetErrorName(error) + ")");
+  }
+  if (count == 0) {
+    return Status::Error("CUDA_UNAVAILABLE",
+                         "no CUDA device visible (CUDA_VISIBLE_DEVICES " + VisibleDevicesSetting() + ")");
+  }
+  return count;
+}
+
+Result<DeviceFacts> SelectDevice(int64_t local_rank) {
+  DMLP_ASSIGN_OR_RETURN(const int count, VisibleDeviceCount());
+  if (local_rank < 0 || local_rank >= count) {
+    return Status::Error("DEVICE_LAYOUT_INVALID",
+                         "LOCAL_RANK " + std::to_string(local_rank) + " needs visible GPU " +
+                             std::to_string(local_rank) + " but " + std::to_string(count) +
+                             " GPU(s) are visible (CUDA_VISIBLE_DEVICES " + VisibleDevicesSetting() +
+                             "); run at most one rank per GPU");
+  }
+  DeviceFacts facts;
+  facts.index = static_cast<int>(local_rank);
+  CUDA_CHECK(cudaSetDevice(facts.index));
+  cudaDeviceProp properties{};
+  CUDA_CHECK(cudaGetDeviceProperties(&properties, facts.index));
+  facts.name = properties.name;
+  facts.sm_count = properties.multiProcessorCount;
+  facts.compute_major = properties.major;
+  facts.compute_minor = properties.minor;
+  facts.total_memory = properties.totalGlobalMem;
+  char bus_id[32] = {};
+  CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, facts.index));
+  facts.pci_bus_id = bus_id;
+  CUDA_CHECK(cudaDriverGetVersion(&facts.driver_version));
+  CUDA_CHECK(cudaRuntimeGetVersion(&facts.runtime_version));
+  return facts;
+}
+
+std::string VersionText(int cuda_version) {
+  return std::to_string(cuda_version / 1000) + "." + std::to_string(cuda_version % 1000 / 10);
+}
+
+}  // namespace dmlp::cuda

@@ -1,0 +1,39 @@
+// defines: DeviceFacts, VisibleDeviceCount, SelectDevice, VersionText
+//
+// One GPU per rank: rank with LOCAL_RANK r uses visible device r. A machine
+// without a driver or GPU is a clear CUDA_UNAVAILABLE error, never a crash;
+// fewer visible GPUs than local ranks is DEVICE_LAYOUT_INVALID.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace dmlp::cuda {
+
+/// What result.json's fingerprint records about the device and the CUDA stack.
+struct DeviceFacts {
+  int index = 0;               // visible device ordinal (= LOCAL_RANK)
+  std::string name;            // "NVIDIA H200"
+  std::string pci_bus_id;      // "0000:19:00.0"
+  int sm_count = 0;            // bits are promised per (model, SM count)
+  int compute_major = 0;
+  int compute_minor = 0;
+  size_t total_memory = 0;     // bytes
+  int driver_version = 0;      // CUDA version the driver supports, e.g. 12080
+  int runtime_version = 0;     // cudart this process runs with, e.g. 12080
+};
+
+/// Visible CUDA devices; CUDA_UNAVAILABLE (with the runtime's reason) when there
+/// is no driver, no device, or the driver is too old for this runtime.
+Result<int> VisibleDeviceCount();
+
+/// Makes device `local_rank` current for the calling thread and describes it.
+/// CUDA_UNAVAILABLE as above; DEVICE_LAYOUT_INVALID when local_rank >= the count.
+Result<DeviceFacts> SelectDevice(int64_t local_rank);
+
+/// 12080 -> "12.8", 13000 -> "13.0" (cudaDriverGetVersion's encoding).
+std::string VersionText(int cuda_version);
+
+}  // namespace dmlp::cuda

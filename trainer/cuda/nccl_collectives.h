@@ -1,0 +1,84 @@
+// defines: NcclComm
+//
+// The CUDA platform's collectives: one NCCL communicator over all ranks, made
+// from an ncclUniqueId that rank 0 creates and publishes through the
+// rendezvous. With REDUCTION=ordered NCCL only moves bytes (all-to-all of
+// slices with grouped ncclSend/ncclRecv, then ncclAllGather): every addition
+// happens in this platform's own fold kernel, so NCCL's algorithm choice
+// cannot change a bit. REDUCTION=allreduce uses one ncclAllReduce(sum).
+//
+// The communicator is non-blocking (ncclConfig_t.blocking = 0): no NCCL call
+// ever blocks the host on a peer. Init is a wait on peers and is bounded by
+// HEARTBEAT_TIMEOUT_SECONDS of running time (peer_wait.h); after that, no
+// wall-clock limit applies: a frozen peer delays, a failed one is reported by
+// ncclCommGetAsyncError (CheckAsyncError) and ends the wait with NCCL_ERROR.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "common/status.h"
+
+namespace dmlp {
+class Rendezvous;
+}
+
+namespace dmlp::cuda {
+
+class NcclComm {
+ public:
+  /// Joins the communicator of all `rendezvous.world_size()` ranks on the
+  /// current device. RENDEZVOUS_TIMEOUT when not every rank joined within
+  /// `heartbeat` of running time; NCCL_ERROR for NCCL's own failures.
+  static Result<std::unique_ptr<NcclComm>> Create(Rendezvous& rendezvous,
+                                                  std::chrono::milliseconds heartbeat);
+  /// Flushes and destroys the communicator when it is healthy (waiting at most
+  /// the heartbeat timeout for peers), aborts it otherwise, so that no kernel
+  /// stays blocked on a peer and device memory can be freed.
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  /// Ordered reduction's all-to-all: rank q receives slice q of every local
+  /// shard partial of every rank. partials: [local shard][stride] (slice q of
+  /// shard s at s * stride + q * slice); receive: [rank][local shard][slice],
+  /// i.e. global shard order. Self slices are device copies. On `stream`.
+  Status AllToAllSlices(const float* partials, size_t local_shards, size_t stride, size_t slice,
+                        float* receive, cudaStream_t stream);
+  /// receive[q * count, (q+1) * count) = rank q's send. On `stream`.
+  Status AllGather(const float* send, float* receive, size_t count, cudaStream_t stream);
+  /// In-place element-wise sum over ranks (NCCL's algorithm decides the order). On `stream`.
+  Status AllReduceSum(float* data, size_t count, cudaStream_t stream);
+
+  /// NCCL_ERROR once NCCL reported an asynchronous error (a peer failed, a
+  /// connection broke). Thread-safe: the snapshot waiter calls it from the hasher thread.
+  Status CheckAsyncError() const;
+
+  /// Makes the destructor abort instead of finalizing (the rank failed elsewhere).
+  void MarkFailed() { failed_.store(true); }
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  /// The NCCL library version, "2.28.9".
+  static Result<std::string> LibraryVersion();
+
+ private:
+  NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milliseconds heartbeat);
+  /// After a call that may return ncclInProgress: waits (no deadline) until the
+  /// communicator finished enqueueing it, or reports its error.
+  Status WaitEnqueued(const char* what) const;
+
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0;
+  int world_size_ = 1;
+  std::chrono::milliseconds heartbeat_;
+  mutable std::atomic<bool> failed_{false};  // an error was seen: abort, never finalize
+};
+
+}  // namespace dmlp::cuda

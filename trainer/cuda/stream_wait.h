@@ -1,0 +1,28 @@
+// defines: PeerCheck, WaitForEvent
+//
+// How the host waits for the GPU without ever hanging silently or timing out.
+// A wait that may depend on peers (anything queued behind an NCCL call) polls
+// the event and, between polls, the communicator's asynchronous error: a peer
+// that died or a broken connection ends the wait with NCCL_ERROR, while a peer
+// that is merely slow or frozen (SIGSTOP, CRIU) just makes the wait longer.
+// There is deliberately no wall-clock deadline here (DESIGN.md: nothing but
+// waits on the rendezvous uses one during training).
+#pragma once
+
+#include <functional>
+
+#include <cuda_runtime_api.h>
+
+#include "common/status.h"
+
+namespace dmlp::cuda {
+
+/// Returns an error once the peers can no longer complete queued work; null: no peers.
+using PeerCheck = std::function<Status()>;
+
+/// Blocks until `event` has completed: CUDA_ERROR for an asynchronous device
+/// error, the check's error when the peers failed. Yields, then sleeps briefly
+/// between polls (at most ~100 us of added latency).
+Status WaitForEvent(cudaEvent_t event, const PeerCheck& peers);
+
+}  // namespace dmlp::cuda
