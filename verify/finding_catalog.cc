@@ -1,0 +1,91 @@
+#include "verify/finding_catalog.h"
+
+namespace dmlp::verify {
+namespace {
+
+constexpr Severity E = Severity::kError;
+constexpr Severity I = Severity::kIncomplete;
+constexpr Severity N = Severity::kInfo;
+
+// The meaning column is what --list-checks and verify/README.md print.
+const std::vector<CheckInfo> kCatalog = {
+    // One line of a receipt file (rank-N.jsonl or metrics.jsonl).
+    {"line.torn_last", I, "the last line of a file is cut short (no newline, or JSON that ends early); its record is not counted"},
+    {"line.torn_glued", E, "a record cut short with another record glued to it, not at the end of the file"},
+    {"line.truncated", E, "a line ends inside its JSON object, not at the end of the file"},
+    {"line.too_long", E, "a line longer than 4096 bytes (not parsed)"},
+    {"line.empty", E, "an empty line"},
+    {"line.nul", E, "a NUL byte in a line"},
+    {"line.bom", E, "a line starts with a UTF-8 byte order mark"},
+    {"line.not_json", E, "a line is not one JSON object"},
+    {"line.duplicate_key", E, "a key appears twice in one record"},
+    {"line.field_missing", E, "a record lacks loss, params_sha256, step or (rank files) rank"},
+    {"line.field_extra", E, "a record has a field besides those (rank is extra in metrics.jsonl)"},
+    {"line.field_type", E, "loss or params_sha256 is not a string, or step or rank is not a JSON integer (1.0, \"1\", true)"},
+    {"line.field_range", E, "step < 1, rank < 0, or an integer beyond int64"},
+    {"line.hash_format", E, "params_sha256 is not 64 lower-case hex digits"},
+    {"line.loss_nonfinite", E, "loss is nan or inf"},
+    {"line.loss_not_repr", E, "loss is not Python's repr() of the number it denotes"},
+    {"line.loss_not_float32", E, "loss is not a float32 value widened to double"},
+    {"line.not_canonical", E, "a valid record whose bytes differ from json.dumps(record, sort_keys=True)"},
+    {"rank.field_mismatch", E, "a record's rank differs from the N of its file rank-N.jsonl"},
+    // Files of the run directory.
+    {"file.not_regular", E, "a receipt, result or state file is a symlink, directory or device (never followed)"},
+    {"ranks.none", E, "no rank-N.jsonl file at all"},
+    {"ranks.missing_file", E, "rank-N.jsonl is missing for a rank in 0..P-1"},
+    {"ranks.extra_file", E, "rank-N.jsonl exists for N >= P (result.json's processes)"},
+    {"ranks.bad_file_name", E, "a rank-*.jsonl name that is not rank-<decimal without leading zeros>.jsonl"},
+    {"ranks.too_many", E, "more than 1024 rank files"},
+    {"ranks.hash_divergence", E, "ranks disagree on params_sha256 at a step (first step and rank groups reported)"},
+    {"ranks.loss_divergence", E, "ranks disagree on loss at a step (first step and rank groups reported)"},
+    // Step sequence of one file.
+    {"steps.gap", E, "steps skip from s to more than s+1"},
+    {"steps.duplicate", E, "a step repeated with the same record"},
+    {"steps.conflicting_duplicate", E, "a step repeated with a different record"},
+    {"steps.restart", E, "the steps start again at 1"},
+    {"steps.out_of_order", E, "a step smaller than the one before it (other than a restart or duplicate)"},
+    {"steps.count_mismatch", I, "receipt files end at different steps (ranks stopped early)"},
+    // metrics.jsonl against rank 0.
+    {"metrics.missing", E, "metrics.jsonl is absent while rank-0.jsonl exists"},
+    {"metrics.mismatch", E, "metrics.jsonl differs from rank-0.jsonl without its rank field"},
+    // result.json.
+    {"result.missing", I, "no result.json: the run did not finish (or is still running)"},
+    {"result.tmp_unrenamed", I, "result.json.tmp without result.json: the run stopped while writing its summary"},
+    {"result.tmp_leftover", E, "result.json.tmp beside result.json: the atomic rename did not happen as written"},
+    {"result.invalid", E, "result.json is not a JSON object with the required fields and types (also duplicate keys)"},
+    {"result.not_complete", E, "result.json says complete is not true"},
+    {"result.steps_mismatch", E, "result.json steps differ from plan.steps or from a rank's last step"},
+    {"result.final_loss_mismatch", E, "result.json final_loss differs from the last receipt's loss string"},
+    {"result.params_sha256_mismatch", E, "result.json params_sha256 differs from the last receipt's hash"},
+    {"result.processes_mismatch", E, "processes differs from len(rank_files) or model.processes"},
+    {"result.rank_files_invalid", E, "rank_files is not exactly [\"rank-0.jsonl\", ..., \"rank-(P-1).jsonl\"] (paths are never opened)"},
+    {"result.torn_receipts", E, "result.json says the run is complete but a receipt file ends in a torn line"},
+    // state.safetensors.
+    {"state.absent", N, "no state_file named (reference format): the final digests are not recomputed"},
+    {"state.invalid", E, "the state file named by result.json is missing, unsafe or not a valid state file"},
+    {"state.digest_mismatch", E, "a digest recomputed from the state file differs from result.json or the last receipt"},
+    // --against.
+    {"against.differs", E, "the two runs' receipts differ at a step (first step reported)"},
+    {"against.prefix", E, "one run's receipts are a strict prefix of the other's"},
+};
+
+}  // namespace
+
+const std::vector<CheckInfo>& FindingCatalog() { return kCatalog; }
+
+const CheckInfo* FindCheck(std::string_view id) {
+  for (const CheckInfo& check : kCatalog)
+    if (check.id == id) return &check;
+  return nullptr;
+}
+
+std::string_view SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kError: return "error";
+    case Severity::kIncomplete: return "incomplete";
+    case Severity::kInfo: return "info";
+  }
+  return "error";
+}
+
+}  // namespace dmlp::verify

@@ -1,0 +1,58 @@
+// dmlp-verify: parse -> Verify(options) -> exit code. See verify/README.md.
+#include <cstdio>
+#include <string>
+
+#include "common/file_util.h"
+#include "verify/options.h"
+#include "verify/report_json.h"
+#include "verify/report_text.h"
+#include "verify/verifier.h"
+
+namespace {
+
+int Fail(const dmlp::Status& status) {
+  std::fprintf(stderr, "dmlp-verify: error: %s\n", status.ToString().c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dmlp::verify;
+  ParseOutcome parsed = ParseCommandLine(argc, argv);
+  if (!parsed.command) {
+    std::fputs(parsed.out.c_str(), stdout);
+    std::fputs(parsed.err.c_str(), stderr);
+    return parsed.exit_code;
+  }
+  const CommandLine& command = *parsed.command;
+  if (command.list_checks) {
+    std::fputs(FormatCheckList().c_str(), stdout);
+    return 0;
+  }
+  if (dmlp::Status placement = CheckReportPlacement(command); !placement.ok()) return Fail(placement);
+  const bool json_to_stdout = command.json_path && *command.json_path == "-";
+  std::FILE* human = json_to_stdout ? stderr : stdout;
+
+  dmlp::Result<Report> report = Verify(command.verify);
+  int exit_code = 2;
+  nlohmann::json document;
+  if (report.ok()) {
+    std::fputs(FormatHumanReport(*report).c_str(), human);
+    document = ReportToJson(*report);
+    exit_code = report->exit_code;
+  } else {
+    Fail(report.status());
+    document = ErrorReportToJson(command.verify, report.status());
+  }
+  if (!command.json_path) return exit_code;
+  std::fflush(human);
+  const std::string text = DumpReport(document);
+  if (json_to_stdout) {
+    std::fputs(text.c_str(), stdout);
+    return std::fflush(stdout) == 0 ? exit_code : Fail(dmlp::Status::Error("IO_ERROR", "write stdout"));
+  }
+  if (dmlp::Status written = dmlp::WriteFileAtomically(*command.json_path, text); !written.ok())
+    return Fail(written);
+  return exit_code;
+}

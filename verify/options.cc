@@ -1,0 +1,89 @@
+#include "verify/options.h"
+
+#include <climits>
+#include <memory>
+#include <cstdlib>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+namespace dmlp::verify {
+namespace {
+
+std::optional<std::string> RealPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return std::nullopt;
+  return std::string(resolved);
+}
+
+// Shows `--json[=FILE]` in --help instead of CLI11's `--json{-}` spelling.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* option, bool is_positional) const override {
+    if (!is_positional && option->check_lname("json")) return "--json[=FILE]";
+    return CLI::Formatter::make_option_name(option, is_positional);
+  }
+};
+
+bool IsInside(const std::string& path, const std::string& dir) {
+  return path == dir || (path.starts_with(dir) && (dir == "/" || path[dir.size()] == '/'));
+}
+
+}  // namespace
+
+ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
+  CLI::App app{"dmlp-verify: checks that a dmlp (or reference JAX) run directory proves a complete,\n"
+               "consistent run. Exit 0 verified, 1 contradiction, 2 trouble, 3 incomplete.",
+               "dmlp-verify"};
+  app.formatter(std::make_shared<HelpFormatter>());
+  CommandLine command;
+  std::string json_value;
+  std::string against;
+  app.add_flag("--allow-incomplete", command.verify.allow_incomplete,
+               "exit 0 instead of 3 when the run is consistent but incomplete");
+  app.add_option("--against", against, "also verify OTHER_RUN and compare the two step by step")
+      ->type_name("OTHER_RUN");
+  // `{-}` makes a bare --json mean "-" (stdout); --json=FILE names a file.
+  CLI::Option* json = app.add_flag("--json{-}", json_value,
+                                   "write the JSON report (schema dmlp-verify/1) to stdout, or --json=FILE");
+  app.add_flag("--list-checks", command.list_checks, "print every check id, severity and meaning, and exit");
+  app.add_option("RUN_DIR", command.verify.run_dir, "the run directory to verify");
+  app.set_version_flag("--version", std::string("dmlp-verify ") + DMLP_VERSION);
+  ParseOutcome outcome;
+  std::ostringstream out, err;
+  try {
+    app.parse(argc, argv);
+    if (!command.list_checks && command.verify.run_dir.empty())
+      throw CLI::RequiredError("RUN_DIR");
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error, out, err);
+    outcome.exit_code = code == 0 ? 0 : 2;
+    outcome.out = out.str();
+    outcome.err = err.str();
+    return outcome;
+  }
+  if (!against.empty()) command.verify.against = against;
+  if (json->count() > 0) command.json_path = json_value.empty() ? "-" : json_value;
+  outcome.command = std::move(command);
+  return outcome;
+}
+
+Status CheckReportPlacement(const CommandLine& command) {
+  if (!command.json_path || *command.json_path == "-") return Status::Ok();
+  const std::string& path = *command.json_path;
+  size_t slash = path.find_last_of('/');
+  std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::optional<std::string> where = RealPath(parent);
+  if (!where) return Status::Ok();  // writing will fail and say why
+  for (const std::optional<std::string>& run : {std::optional<std::string>(command.verify.run_dir),
+                                                command.verify.against}) {
+    if (!run) continue;
+    std::optional<std::string> dir = RealPath(*run);
+    if (dir && IsInside(*where, *dir))
+      return Status::Error("USAGE_ERROR", "--json=" + path + " is inside the run directory " + *run +
+                                              ", which dmlp-verify never writes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace dmlp::verify

@@ -1,0 +1,40 @@
+// defines: CommandLine, ParseOutcome, ParseCommandLine, CheckReportPlacement
+//
+// dmlp-verify's command line (CLI11; only APIs present in both CLI11 2.1 and 2.4):
+//
+//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN] [--json[=FILE]] RUN_DIR
+//   dmlp-verify --list-checks | --help | --version
+//
+// `--json` alone writes the JSON report to stdout and the human report to
+// stderr; `--json=FILE` writes it to FILE (never inside a run directory) and
+// the human report to stdout. FILE must be attached with '=': `--json FILE`
+// would read FILE as RUN_DIR.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "verify/verifier.h"
+
+namespace dmlp::verify {
+
+struct CommandLine {
+  VerifyOptions verify;
+  std::optional<std::string> json_path;  // "-": stdout
+  bool list_checks = false;
+};
+
+/// Either a command to run, or an exit code with text (help, version, usage error).
+struct ParseOutcome {
+  std::optional<CommandLine> command;
+  int exit_code = 0;  // when no command: 0 for --help/--version, 2 for usage errors
+  std::string out, err;
+};
+
+/// Parses argv; never prints.
+ParseOutcome ParseCommandLine(int argc, const char* const* argv);
+/// USAGE_ERROR when --json=FILE would be written inside RUN_DIR or OTHER_RUN.
+Status CheckReportPlacement(const CommandLine& command);
+
+}  // namespace dmlp::verify

@@ -1,0 +1,206 @@
+#include "verify/receipt_set.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace dmlp::verify {
+namespace {
+
+// One file of the merge and its current (not yet consumed) record.
+struct Source {
+  std::unique_ptr<ReceiptStream> stream;
+  Receipt head;
+  bool has_head = false;
+
+  Status Advance() {
+    DMLP_ASSIGN_OR_RETURN(has_head, stream->Next(&head));
+    return Status::Ok();
+  }
+  bool At(int64_t step) const { return has_head && head.step == step; }
+};
+
+std::string GroupsText(const std::vector<std::vector<int64_t>>& groups) {
+  std::string text;
+  for (const auto& group : groups) {
+    text += text.empty() ? "{" : " {";
+    for (size_t i = 0; i < group.size(); ++i) text += (i ? "," : "") + std::to_string(group[i]);
+    text += "}";
+  }
+  return text;
+}
+
+class Merge {
+ public:
+  Merge(std::vector<Source>& ranks, Source* metrics, ReceiptSetSummary& summary, FindingSink& sink)
+      : ranks_(ranks), metrics_(metrics), summary_(summary), sink_(sink) {}
+
+  Status Run() {
+    for (Source& source : ranks_) DMLP_RETURN_IF_ERROR(source.Advance());
+    if (metrics_ != nullptr) DMLP_RETURN_IF_ERROR(metrics_->Advance());
+    for (;;) {
+      int64_t step = std::numeric_limits<int64_t>::max();
+      for (const Source& source : ranks_)
+        if (source.has_head) step = std::min(step, source.head.step);
+      if (metrics_ != nullptr && metrics_->has_head) step = std::min(step, metrics_->head.step);
+      if (step == std::numeric_limits<int64_t>::max()) return Status::Ok();
+      CompareRanks(step);
+      if (metrics_ != nullptr) CompareMetrics(step);
+      for (Source& source : ranks_)
+        if (source.At(step)) DMLP_RETURN_IF_ERROR(source.Advance());
+      if (metrics_ != nullptr && metrics_->At(step)) DMLP_RETURN_IF_ERROR(metrics_->Advance());
+    }
+  }
+
+ private:
+  void CompareRanks(int64_t step) {
+    const Source* first = nullptr;
+    const Source* hash_other = nullptr;
+    const Source* loss_other = nullptr;
+    for (const Source& source : ranks_) {
+      if (!source.At(step)) continue;
+      if (first == nullptr) {
+        first = &source;
+        continue;
+      }
+      if (hash_other == nullptr && source.head.params_sha256 != first->head.params_sha256)
+        hash_other = &source;
+      if (loss_other == nullptr && source.head.loss != first->head.loss) loss_other = &source;
+    }
+    if (hash_other == nullptr && loss_other == nullptr) return;
+    ++summary_.divergent_steps;
+    // Each kind is reported at its first step only: after one divergence, every
+    // later step usually differs too and would say nothing new.
+    if (hash_other != nullptr && !hash_reported_) {
+      hash_reported_ = true;
+      sink_.Add(Finding::Of("ranks.hash_divergence", hash_other->stream->display(),
+                            "ranks disagree on params_sha256 at step " + std::to_string(step) + ": " +
+                                GroupsText(Groups(step)))
+                    .AtLine(hash_other->stream->record_line())
+                    .AtStep(step)
+                    .Expect(first->head.params_sha256, hash_other->head.params_sha256));
+    }
+    if (loss_other != nullptr && !loss_reported_) {
+      loss_reported_ = true;
+      sink_.Add(Finding::Of("ranks.loss_divergence", loss_other->stream->display(),
+                            "ranks disagree on loss at step " + std::to_string(step) + ": " +
+                                GroupsText(Groups(step)))
+                    .AtLine(loss_other->stream->record_line())
+                    .AtStep(step)
+                    .Expect(first->head.loss, loss_other->head.loss));
+    }
+    if (!summary_.divergence) summary_.divergence = Divergence{step, "ranks", Groups(step), {}};
+  }
+
+  // Ranks at `step` grouped by equal (params_sha256, loss), groups ordered by their smallest rank.
+  std::vector<std::vector<int64_t>> Groups(int64_t step) const {
+    std::vector<std::vector<int64_t>> groups;
+    std::vector<const Receipt*> values;
+    for (const Source& source : ranks_) {
+      if (!source.At(step)) continue;
+      size_t group = 0;
+      while (group < values.size() && !(values[group]->params_sha256 == source.head.params_sha256 &&
+                                         values[group]->loss == source.head.loss))
+        ++group;
+      if (group == values.size()) {
+        values.push_back(&source.head);
+        groups.emplace_back();
+      }
+      groups[group].push_back(*source.stream->summary().rank);
+    }
+    return groups;
+  }
+
+  void CompareMetrics(int64_t step) {
+    if (ranks_.empty() || ranks_.front().stream->summary().rank != 0) return;
+    const Source& rank0 = ranks_.front();
+    const bool in_rank0 = rank0.At(step), in_metrics = metrics_->At(step);
+    const std::string file = metrics_->stream->display();
+    if (in_rank0 && in_metrics) {
+      const int64_t line = metrics_->stream->record_line();
+      if (rank0.head.params_sha256 != metrics_->head.params_sha256)
+        sink_.Add(Finding::Of("metrics.mismatch", file, "params_sha256 differs from rank-0.jsonl")
+                      .AtLine(line)
+                      .AtStep(step)
+                      .Expect(rank0.head.params_sha256, metrics_->head.params_sha256));
+      else if (rank0.head.loss != metrics_->head.loss)
+        sink_.Add(Finding::Of("metrics.mismatch", file, "loss differs from rank-0.jsonl")
+                      .AtLine(line)
+                      .AtStep(step)
+                      .Expect(rank0.head.loss, metrics_->head.loss));
+      return;
+    }
+    // A step one file lacks while the other goes on past it; a file that simply
+    // ended earlier is left to the end-of-run count check.
+    if (in_rank0 && metrics_->has_head)
+      sink_.Add(Finding::Of("metrics.mismatch", file, "step missing from metrics.jsonl").AtStep(step));
+    if (in_metrics && rank0.has_head)
+      sink_.Add(Finding::Of("metrics.mismatch", file, "step not in rank-0.jsonl").AtStep(step));
+  }
+
+  std::vector<Source>& ranks_;
+  Source* metrics_;
+  ReceiptSetSummary& summary_;
+  FindingSink& sink_;
+  bool hash_reported_ = false, loss_reported_ = false;
+};
+
+void CheckCounts(ReceiptSetSummary& summary, const std::vector<Source>& ranks,
+                 const Source* metrics, FindingSink& sink) {
+  auto all = [&](auto&& visit) {
+    for (const Source& source : ranks) visit(source);
+    if (metrics != nullptr) visit(*metrics);
+  };
+  all([&](const Source& source) {
+    summary.last_step = std::max(summary.last_step, source.stream->summary().last_step);
+  });
+  all([&](const Source& source) {
+    const FileSummary& file = source.stream->summary();
+    if (file.last_step < summary.last_step)
+      sink.Add(Finding::Of("steps.count_mismatch", source.stream->display(),
+                           "ends at step " + std::to_string(file.last_step) + ", others reach step " +
+                               std::to_string(summary.last_step))
+                   .Expect(std::to_string(summary.last_step), std::to_string(file.last_step)));
+  });
+}
+
+}  // namespace
+
+const std::optional<Receipt>& ReceiptSetSummary::LastRecord() const {
+  static const std::optional<Receipt> kNone;
+  for (const FileSummary& file : ranks)
+    if (file.last) return file.last;
+  return kNone;
+}
+
+Result<std::unique_ptr<ReceiptStream>> OpenReceiptStream(const RunDir& dir, const std::string& name,
+                                                         std::optional<int64_t> rank, FindingSink* sink) {
+  DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(name));
+  if (file.kind != FileKind::kRegular)
+    return Status::Error("NOT_FOUND", dir.Display(name) + " is not a readable regular file");
+  return std::make_unique<ReceiptStream>(LineReader(std::move(file.fd), dir.Display(name)), name, rank,
+                                         dir.Display(name), sink);
+}
+
+Result<ReceiptSetSummary> CheckReceiptSet(const RunDir& dir, const std::map<int64_t, std::string>& rank_files,
+                                          bool read_metrics, FindingSink& sink) {
+  std::vector<Source> ranks;
+  for (const auto& [rank, name] : rank_files) {
+    DMLP_ASSIGN_OR_RETURN(auto stream, OpenReceiptStream(dir, name, rank, &sink));
+    ranks.push_back(Source{std::move(stream)});
+  }
+  std::optional<Source> metrics;
+  if (read_metrics) {
+    DMLP_ASSIGN_OR_RETURN(auto stream, OpenReceiptStream(dir, "metrics.jsonl", std::nullopt, &sink));
+    metrics = Source{std::move(stream)};
+  }
+  ReceiptSetSummary summary;
+  Source* metrics_source = metrics ? &*metrics : nullptr;
+  DMLP_RETURN_IF_ERROR(Merge(ranks, metrics_source, summary, sink).Run());
+  CheckCounts(summary, ranks, metrics_source, sink);
+  for (const Source& source : ranks) summary.ranks.push_back(source.stream->summary());
+  if (metrics) summary.metrics = metrics->stream->summary();
+  return summary;
+}
+
+}  // namespace dmlp::verify
+

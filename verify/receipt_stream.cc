@@ -1,0 +1,127 @@
+#include "verify/receipt_stream.h"
+
+#include <utility>
+
+namespace dmlp::verify {
+
+ReceiptStream::ReceiptStream(LineReader reader, std::string name, std::optional<int64_t> rank,
+                             std::string display, FindingSink* sink)
+    : reader_(std::move(reader)), sink_(sink) {
+  summary_.name = std::move(name);
+  summary_.display = std::move(display);
+  summary_.rank = rank;
+}
+
+void ReceiptStream::Report(std::string_view id, int64_t line, std::string message) {
+  if (sink_ != nullptr) sink_->Add(Finding::Of(id, summary_.display, std::move(message)).AtLine(line));
+}
+
+void ReceiptStream::ReportDefect(const ReceiptLineParse& parse, int64_t line,
+                                 const std::string& prefix) {
+  if (sink_ == nullptr) return;
+  Finding finding = Finding::Of(ReceiptDefectId(parse.defect), summary_.display, prefix + parse.detail);
+  finding.AtLine(line);
+  if (parse.usable) finding.AtStep(parse.receipt.step);
+  sink_->Add(std::move(finding));
+}
+
+Result<bool> ReceiptStream::Next(Receipt* record) {
+  Line line;
+  for (;;) {
+    DMLP_ASSIGN_OR_RETURN(bool more, reader_.Next(&line));
+    if (!more) {
+      summary_.bytes = reader_.bytes_read();
+      return false;
+    }
+    ++summary_.lines;
+    std::optional<Receipt> found = RecordOfLine(line);
+    if (found && Track(*found, line.number)) {
+      *record = std::move(*found);
+      record_line_ = line.number;
+      return true;
+    }
+  }
+}
+
+std::optional<Receipt> ReceiptStream::RecordOfLine(const Line& line) {
+  if (line.too_long) {
+    Report("line.too_long", line.number,
+           "line of " + std::to_string(line.length) + " bytes (limit " +
+               std::to_string(kMaxReceiptLineBytes) + ")");
+    return std::nullopt;
+  }
+  const bool expect_rank = summary_.rank.has_value();
+  ReceiptLineParse parse = ParseReceiptLine(line.text, expect_rank);
+  // A write cut short leaves a prefix of a valid line: either JSON that stops
+  // early, or a whole record whose '\n' never came.
+  const bool prefix_like = parse.ok() || parse.defect == ReceiptDefect::kTruncated;
+  if (line.is_last && prefix_like && (!line.has_newline || !parse.ok())) {
+    summary_.torn_last = true;
+    Report("line.torn_last", line.number,
+           parse.ok() ? "the last record has no newline" : "the last line is cut short");
+    return std::nullopt;
+  }
+  if (!parse.ok()) ReportDefect(parse, line.number, "");
+  std::optional<Receipt> record;
+  if (parse.usable) {
+    record = std::move(parse.receipt);
+  } else if (parse.defect == ReceiptDefect::kGlued) {
+    ReceiptLineParse glued = ParseReceiptLine(line.text.substr(parse.glued_offset), expect_rank);
+    if (!glued.ok()) ReportDefect(glued, line.number, "in the glued record: ");
+    if (glued.usable) record = std::move(glued.receipt);
+  }
+  if (record && expect_rank && record->rank != summary_.rank && sink_ != nullptr) {
+    sink_->Add(Finding::Of("rank.field_mismatch", summary_.display, "rank field differs from the file name")
+                   .AtLine(line.number)
+                   .AtStep(record->step)
+                   .Expect(std::to_string(*summary_.rank), std::to_string(*record->rank)));
+  }
+  return record;
+}
+
+bool ReceiptStream::Track(const Receipt& record, int64_t line_number) {
+  const int64_t step = record.step;
+  const int64_t last = summary_.last ? summary_.last->step : 0;
+  auto report = [&](std::string_view id, std::string expected, std::string message) {
+    if (sink_ == nullptr) return;
+    sink_->Add(Finding::Of(id, summary_.display, std::move(message))
+                   .AtLine(line_number)
+                   .AtStep(step)
+                   .Expect(std::move(expected), std::to_string(step)));
+  };
+  if (replaying_) {
+    if (step == replay_step_ + 1 && step <= last) {
+      replay_step_ = step;  // the restarted sequence retraces steps already counted
+      return false;
+    }
+    replaying_ = false;
+  }
+  if (step > last) {
+    if (step != last + 1)
+      report("steps.gap", std::to_string(last + 1),
+             "steps " + std::to_string(last + 1) + ".." + std::to_string(step - 1) + " are missing");
+    ++summary_.records;
+    if (summary_.first_step == 0) summary_.first_step = step;
+    summary_.last_step = step;
+    summary_.last = record;
+    return true;
+  }
+  if (step == last) {
+    const bool same = record.loss == summary_.last->loss &&
+                      record.params_sha256 == summary_.last->params_sha256;
+    report(same ? "steps.duplicate" : "steps.conflicting_duplicate", std::to_string(last + 1),
+           same ? "step " + std::to_string(step) + " appears again with the same record"
+                : "step " + std::to_string(step) + " appears again with a different record");
+  } else if (step == 1) {
+    report("steps.restart", std::to_string(last + 1),
+           "steps start again at 1 after step " + std::to_string(last));
+    replaying_ = true;
+    replay_step_ = 1;
+  } else {
+    report("steps.out_of_order", std::to_string(last + 1),
+           "step " + std::to_string(step) + " after step " + std::to_string(last));
+  }
+  return false;
+}
+
+}  // namespace dmlp::verify

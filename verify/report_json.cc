@@ -1,0 +1,114 @@
+#include "verify/report_json.h"
+
+namespace dmlp::verify {
+namespace {
+
+using nlohmann::json;
+
+json OrNull(const std::optional<std::string>& value) { return value ? json(*value) : json(nullptr); }
+
+json FileToJson(const FileSummary& file) {
+  return {{"rank", file.rank ? json(*file.rank) : json(nullptr)},
+          {"file", file.display},
+          {"lines", file.lines},
+          {"records", file.records},
+          {"first_step", file.first_step},
+          {"last_step", file.last_step},
+          {"torn_last_line", file.torn_last},
+          {"last_loss", file.last ? json(file.last->loss) : json(nullptr)},
+          {"last_params_sha256", file.last ? json(file.last->params_sha256) : json(nullptr)}};
+}
+
+json RanksToJson(const RunReport& run) {
+  json ranks = json::array();
+  for (const FileSummary& file : run.receipts.ranks) ranks.push_back(FileToJson(file));
+  return ranks;
+}
+
+json SummaryToJson(const RunReport& run) {
+  return {{"run_dir", run.dir},
+          {"format", run.format},
+          {"version", run.version},
+          {"result", run.result_status},
+          {"state", run.state_status},
+          {"processes", run.processes},
+          {"steps", run.receipts.last_step},
+          {"divergent_steps", run.receipts.divergent_steps}};
+}
+
+json DivergenceToJson(const std::optional<Divergence>& divergence) {
+  if (!divergence) return nullptr;
+  return {{"step", divergence->step},
+          {"between", divergence->between},
+          {"groups", divergence->groups},
+          {"runs", divergence->runs}};
+}
+
+json FindingToJson(const Finding& finding) {
+  return {{"id", finding.id},
+          {"severity", SeverityName(finding.severity)},
+          {"file", finding.file},
+          {"line", finding.line > 0 ? json(finding.line) : json(nullptr)},
+          {"step", finding.step > 0 ? json(finding.step) : json(nullptr)},
+          {"expected", OrNull(finding.expected)},
+          {"actual", OrNull(finding.actual)},
+          {"message", finding.message}};
+}
+
+json Skeleton(const VerifyOptions& options) {
+  return {{"schema", kReportSchema},
+          {"version", DMLP_VERSION},
+          {"run_dir", options.run_dir},
+          {"against", OrNull(options.against)},
+          {"allow_incomplete", options.allow_incomplete}};
+}
+
+}  // namespace
+
+json ReportToJson(const Report& report) {
+  json out = Skeleton(report.options);
+  out["verdict"] = VerdictName(report.verdict);
+  out["exit_code"] = report.exit_code;
+  out["error"] = nullptr;
+  json summary = SummaryToJson(report.run);
+  summary["errors"] = report.findings.errors();
+  summary["incompletes"] = report.findings.incompletes();
+  summary["infos"] = report.findings.infos();
+  summary["findings_total"] = report.findings.total();
+  summary["findings_shown"] = report.findings.kept().size();
+  out["summary"] = std::move(summary);
+  out["first_divergence"] = DivergenceToJson(report.first_divergence);
+  out["ranks"] = RanksToJson(report.run);
+  out["metrics"] = report.run.receipts.metrics ? FileToJson(*report.run.receipts.metrics) : json(nullptr);
+  out["against_run"] = nullptr;
+  if (report.against) {
+    const RunReport& other = *report.against;
+    out["against_run"] = {{"summary", SummaryToJson(other)},
+                          {"ranks", RanksToJson(other)},
+                          {"metrics", other.receipts.metrics ? FileToJson(*other.receipts.metrics) : json(nullptr)}};
+  }
+  json findings = json::array();
+  for (const Finding& finding : report.findings.kept()) findings.push_back(FindingToJson(finding));
+  out["findings"] = std::move(findings);
+  return out;
+}
+
+json ErrorReportToJson(const VerifyOptions& options, const Status& error) {
+  json out = Skeleton(options);
+  out["verdict"] = "ERROR";
+  out["exit_code"] = 2;
+  out["error"] = error.ToString();
+  out["summary"] = nullptr;
+  out["first_divergence"] = nullptr;
+  out["ranks"] = json::array();
+  out["metrics"] = nullptr;
+  out["against_run"] = nullptr;
+  out["findings"] = json::array();
+  return out;
+}
+
+std::string DumpReport(const json& report) {
+  return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace dmlp::verify

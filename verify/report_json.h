@@ -1,0 +1,49 @@
+// defines: ReportToJson, ErrorReportToJson, kReportSchema
+//
+// The --json report, schema "dmlp-verify/1": one object, valid whatever the
+// verdict (also when the verifier itself failed, exit 2):
+//
+//   schema        "dmlp-verify/1"
+//   version       dmlp-verify's version
+//   run_dir       RUN_DIR as given;  against: OTHER_RUN or null
+//   verdict       "PASS" | "INCOMPLETE" | "FAIL" | "ERROR" (exit 2)
+//   exit_code     0 | 1 | 2 | 3, exactly the process exit status
+//   error         null, or "CODE: detail" when verdict is ERROR
+//   summary       {format, version, result, state, processes, steps,
+//                  errors, incompletes, infos, findings_total, findings_shown,
+//                  divergent_steps}
+//   first_divergence  null, or {step, between: "ranks"|"runs",
+//                  groups: [[ranks...], ...] (between ranks, groups of equal
+//                  records ordered by smallest rank; [] between runs),
+//                  runs: [RUN_DIR, OTHER_RUN] (between runs; [] otherwise)}
+//   ranks         [{rank, file, lines, records, first_step, last_step,
+//                   torn_last_line, last_loss, last_params_sha256}, ...]
+//   metrics       the same for metrics.jsonl (rank null), or null
+//   against_run   {summary, ranks, metrics} of OTHER_RUN, or null
+//   findings      [{id, severity, file, line, step, expected, actual, message}]
+//                 line/step/expected/actual null when not applicable; at most
+//                 20 per (id, file) and 2000 in all are listed, all are counted
+//
+// Strings from the run (file contents, names) may be any bytes: invalid UTF-8
+// is replaced (U+FFFD) so the output always parses.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "verify/verifier.h"
+
+namespace dmlp::verify {
+
+inline constexpr char kReportSchema[] = "dmlp-verify/1";
+
+/// The report object of a finished verification.
+nlohmann::json ReportToJson(const Report& report);
+/// The report object when verification could not run (verdict ERROR, exit 2).
+nlohmann::json ErrorReportToJson(const VerifyOptions& options, const Status& error);
+/// Serializes a report (2-space indent, invalid UTF-8 replaced, trailing newline).
+std::string DumpReport(const nlohmann::json& report);
+
+}  // namespace dmlp::verify

@@ -1,0 +1,188 @@
+#include "verify/result_doc.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/sha256.h"
+
+namespace dmlp::verify {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxDepth = 64;
+
+// Builds a DOM like nlohmann's own SAX-DOM parser, but refuses duplicate keys
+// (nlohmann keeps the last value silently) and deep nesting.
+class StrictDomBuilder : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return Put(nullptr); }
+  bool boolean(bool value) override { return Put(value); }
+  bool number_integer(number_integer_t value) override { return Put(value); }
+  bool number_unsigned(number_unsigned_t value) override { return Put(value); }
+  bool number_float(number_float_t value, const string_t&) override { return Put(value); }
+  bool string(string_t& value) override { return Put(value); }
+  bool binary(binary_t&) override { return Fail("binary value"); }
+  bool start_object(std::size_t) override { return Open(json::object()); }
+  bool start_array(std::size_t) override { return Open(json::array()); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& key) override {
+    if (stack_.back()->contains(key)) return Fail("duplicate key \"" + key.substr(0, 80) + "\"");
+    pending_ = &(*stack_.back())[key];
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+    if (problem_.empty()) problem_ = "not valid JSON (error at byte " + std::to_string(position) + ")";
+    return false;
+  }
+
+  json& root() { return root_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  bool Fail(std::string why) {
+    problem_ = std::move(why);
+    return false;
+  }
+  json* Place(json value) {
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    if (stack_.back()->is_array()) {
+      stack_.back()->push_back(std::move(value));
+      return &stack_.back()->back();
+    }
+    *pending_ = std::move(value);
+    return pending_;
+  }
+  bool Put(json value) {
+    Place(std::move(value));
+    return true;
+  }
+  bool Open(json container) {
+    if (stack_.size() >= kMaxDepth) return Fail("nested deeper than " + std::to_string(kMaxDepth));
+    stack_.push_back(Place(std::move(container)));
+    return true;
+  }
+  bool Close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  json root_;
+  std::vector<json*> stack_;
+  json* pending_ = nullptr;
+  std::string problem_;
+};
+
+// Field readers: each returns an empty string on success, else the problem.
+std::string Missing(const char* name) { return std::string("missing \"") + name + "\""; }
+
+std::string GetInt(const json& doc, const char* name, int64_t minimum, int64_t& out) {
+  auto it = doc.find(name);
+  if (it == doc.end()) return Missing(name);
+  if (it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t{INT64_MAX})
+    out = it->get<int64_t>();
+  else if (it->is_number_integer() && !it->is_number_unsigned())
+    out = it->get<int64_t>();
+  else
+    return std::string("\"") + name + "\" must be a JSON integer";
+  if (out < minimum) return std::string("\"") + name + "\" must be >= " + std::to_string(minimum);
+  return {};
+}
+
+std::string GetString(const json& doc, const char* name, std::string& out) {
+  auto it = doc.find(name);
+  if (it == doc.end()) return Missing(name);
+  if (!it->is_string()) return std::string("\"") + name + "\" must be a string";
+  out = it->get<std::string>();
+  return {};
+}
+
+std::string GetHash(const json& doc, const char* name, std::string& out) {
+  std::string problem = GetString(doc, name, out);
+  if (problem.empty() && !IsLowerHexDigest(out))
+    problem = std::string("\"") + name + "\" is not 64 lower-case hex digits";
+  return problem;
+}
+
+std::string RequireKind(const json& doc, const char* name, json::value_t kind) {
+  auto it = doc.find(name);
+  if (it == doc.end()) return Missing(name);
+  bool ok = kind == json::value_t::number_integer ? it->is_number_integer() : it->type() == kind;
+  if (!ok) return std::string("\"") + name + "\" has the wrong type";
+  return {};
+}
+
+std::string ReadDoc(const json& root, ResultDoc& doc) {
+  if (!root.is_object()) return "not a JSON object";
+  const bool has_jax = root.contains("jax_version"), has_dmlp = root.contains("dmlp_version");
+  if (has_jax == has_dmlp) return "needs exactly one of \"jax_version\" and \"dmlp_version\"";
+  doc.format = has_dmlp ? ResultDoc::Format::kDmlp : ResultDoc::Format::kReference;
+  std::string problem = GetString(root, has_dmlp ? "dmlp_version" : "jax_version", doc.version);
+  auto complete = root.find("complete");
+  if (problem.empty() && complete == root.end()) problem = Missing("complete");
+  if (problem.empty() && !complete->is_boolean()) problem = "\"complete\" must be true or false";
+  if (problem.empty()) doc.complete = complete->get<bool>();
+  for (const std::string& next :
+       {problem, GetInt(root, "steps", 0, doc.steps), GetString(root, "final_loss", doc.final_loss),
+        GetHash(root, "params_sha256", doc.params_sha256),
+        GetHash(root, "final_params_sha256", doc.final_params_sha256),
+        GetHash(root, "final_opt_state_sha256", doc.final_opt_state_sha256),
+        GetInt(root, "processes", 1, doc.processes)}) {
+    if (!next.empty()) return next;
+  }
+  for (auto [name, kind] : {std::pair{"dataset", json::value_t::string}, {"optimizer", json::value_t::string},
+                            {"digest_policy", json::value_t::string}, {"digest_cost", json::value_t::string},
+                            {"model", json::value_t::object}, {"plan", json::value_t::object},
+                            {"rank_files", json::value_t::array},
+                            {"updates_per_metric_step", json::value_t::number_integer},
+                            {"heartbeat_timeout_seconds", json::value_t::number_integer}}) {
+    if (std::string next = RequireKind(root, name, kind); !next.empty()) return next;
+  }
+  for (const json& name : root.at("rank_files")) {
+    if (!name.is_string()) return "\"rank_files\" must hold strings";
+    doc.rank_files.push_back(name.get<std::string>());
+  }
+  if (std::string next = GetInt(root.at("plan"), "steps", 0, doc.plan_steps); !next.empty())
+    return "plan: " + next;
+  const json& model = root.at("model");
+  if (model.contains("processes")) {
+    int64_t processes = 0;
+    if (std::string next = GetInt(model, "processes", 1, processes); !next.empty()) return "model: " + next;
+    doc.model_processes = processes;
+  }
+  if (has_dmlp || root.contains("state_file")) {
+    std::string state_file;
+    if (std::string next = GetString(root, "state_file", state_file); !next.empty()) return next;
+    doc.state_file = state_file;
+  }
+  if (has_dmlp) return RequireKind(root, "fingerprint", json::value_t::object);
+  return {};
+}
+
+}  // namespace
+
+ResultParse ParseResultJson(std::string_view text) {
+  ResultParse parse;
+  if (text.size() > kMaxResultJsonBytes) {
+    parse.problem = "larger than " + std::to_string(kMaxResultJsonBytes) + " bytes";
+    return parse;
+  }
+  StrictDomBuilder builder;
+  if (!json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, true)) {
+    parse.problem = builder.problem().empty() ? "not valid JSON" : builder.problem();
+    return parse;
+  }
+  ResultDoc doc;
+  parse.problem = ReadDoc(builder.root(), doc);
+  if (parse.problem.empty()) parse.doc = std::move(doc);
+  return parse;
+}
+
+std::string_view FormatName(ResultDoc::Format format) {
+  return format == ResultDoc::Format::kDmlp ? "dmlp" : "reference";
+}
+
+}  // namespace dmlp::verify

@@ -1,0 +1,164 @@
+#include "verify/verifier.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "verify/compare.h"
+#include "verify/result_check.h"
+#include "verify/result_doc.h"
+#include "verify/run_dir.h"
+#include "verify/state_check.h"
+
+namespace dmlp::verify {
+namespace {
+
+// Reads at most `limit` + 1 bytes, enough to tell that a file is too large.
+Result<std::string> ReadBounded(int fd, size_t limit, const std::string& display) {
+  std::string text;
+  char buffer[16384];
+  while (text.size() <= limit) {
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::Error("IO_ERROR", "read " + display + ": " + std::strerror(errno));
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  return text;
+}
+
+// result.json (and its temporary); the parsed document when valid.
+Result<std::optional<ResultDoc>> ReadResult(const RunDir& dir, RunReport& report, FindingSink& sink) {
+  const std::string result = dir.Display("result.json");
+  DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile("result.json"));
+  DMLP_ASSIGN_OR_RETURN(RunFile temporary, dir.OpenFile("result.json.tmp"));
+  const bool has_temporary = temporary.kind != FileKind::kAbsent;
+  if (file.kind == FileKind::kAbsent) {
+    sink.Add(Finding::Of("result.missing", result, "no result.json: the run has not finished"));
+    if (has_temporary)
+      sink.Add(Finding::Of("result.tmp_unrenamed", dir.Display("result.json.tmp"),
+                           "result.json.tmp was never renamed to result.json"));
+    return std::optional<ResultDoc>();
+  }
+  if (has_temporary)
+    sink.Add(Finding::Of("result.tmp_leftover", dir.Display("result.json.tmp"),
+                         "result.json.tmp exists beside result.json"));
+  if (file.kind == FileKind::kNotRegular) {
+    report.result_status = "invalid";
+    sink.Add(Finding::Of("file.not_regular", result, "not a regular file (not followed)"));
+    return std::optional<ResultDoc>();
+  }
+  DMLP_ASSIGN_OR_RETURN(std::string text, ReadBounded(file.fd.get(), kMaxResultJsonBytes, result));
+  ResultParse parse = ParseResultJson(text);
+  if (!parse.doc) {
+    report.result_status = "invalid";
+    sink.Add(Finding::Of("result.invalid", result, parse.problem));
+    return std::optional<ResultDoc>();
+  }
+  report.result_status = "valid";
+  report.format = FormatName(parse.doc->format);
+  report.version = parse.doc->version;
+  return parse.doc;
+}
+
+// The rank files to read: 0..P-1 where present and regular; reports the rest.
+Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const DirListing& listing,
+                                                      const std::optional<ResultDoc>& doc,
+                                                      RunReport& report, FindingSink& sink) {
+  for (const std::string& name : listing.bad_rank_names)
+    sink.Add(Finding::Of("ranks.bad_file_name", dir.Display(name), "not a canonical rank-N.jsonl name"));
+  const int64_t found = listing.rank_files.empty() ? 0 : listing.rank_files.rbegin()->first + 1;
+  report.processes = doc ? doc->processes : found;
+  if (report.processes > static_cast<int64_t>(kMaxRankFiles) || listing.rank_file_count > kMaxRankFiles)
+    sink.Add(Finding::Of("ranks.too_many", dir.path(),
+                         "more than " + std::to_string(kMaxRankFiles) + " ranks; only the first are checked"));
+  const int64_t checked = std::min<int64_t>(report.processes, kMaxRankFiles);
+  std::map<int64_t, std::string> selected;
+  for (int64_t rank = 0; rank < checked; ++rank) {
+    const std::string name = "rank-" + std::to_string(rank) + ".jsonl";
+    if (!listing.rank_files.contains(rank)) {
+      sink.Add(Finding::Of("ranks.missing_file", dir.Display(name), "rank " + std::to_string(rank) +
+                                                                         " of 0.." + std::to_string(report.processes - 1) +
+                                                                         " has no receipt file"));
+      continue;
+    }
+    DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(name));
+    if (file.kind == FileKind::kRegular)
+      selected[rank] = name;
+    else
+      sink.Add(Finding::Of("file.not_regular", dir.Display(name), "not a regular file (not followed)"));
+  }
+  for (const auto& [rank, name] : listing.rank_files)
+    if (rank >= report.processes)
+      sink.Add(Finding::Of("ranks.extra_file", dir.Display(name),
+                           "result.json says " + std::to_string(report.processes) + " processes"));
+  return selected;
+}
+
+}  // namespace
+
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
+  DMLP_ASSIGN_OR_RETURN(RunDir dir, RunDir::Open(path));
+  RunReport report;
+  report.dir = path;
+  DMLP_ASSIGN_OR_RETURN(DirListing listing, dir.List());
+  DMLP_ASSIGN_OR_RETURN(std::optional<ResultDoc> doc, ReadResult(dir, report, sink));
+  DMLP_ASSIGN_OR_RETURN(auto rank_files, SelectRankFiles(dir, listing, doc, report, sink));
+  if (rank_files.empty()) sink.Add(Finding::Of("ranks.none", dir.path(), "no receipt file to read"));
+  DMLP_ASSIGN_OR_RETURN(RunFile metrics, dir.OpenFile("metrics.jsonl"));
+  if (metrics.kind == FileKind::kAbsent && listing.rank_files.contains(0))
+    sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
+  if (metrics.kind == FileKind::kNotRegular)
+    sink.Add(Finding::Of("file.not_regular", dir.Display("metrics.jsonl"), "not a regular file (not followed)"));
+  DMLP_ASSIGN_OR_RETURN(report.receipts,
+                        CheckReceiptSet(dir, rank_files, metrics.kind == FileKind::kRegular, sink));
+  if (!rank_files.empty() && !report.receipts.LastRecord())
+    sink.Add(Finding::Of("ranks.none", dir.path(), "the receipt files hold no record"));
+  if (doc) {
+    CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
+    DMLP_ASSIGN_OR_RETURN(report.state_status, CheckStateFile(dir, *doc, report.receipts.LastRecord(), sink));
+  }
+  return report;
+}
+
+Result<Report> Verify(const VerifyOptions& options) {
+  Report report;
+  report.options = options;
+  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings));
+  report.first_divergence = report.run.receipts.divergence;
+  if (options.against) {
+    DMLP_ASSIGN_OR_RETURN(RunReport other, VerifyRun(*options.against, report.findings));
+    if (!report.first_divergence) report.first_divergence = other.receipts.divergence;
+    const auto& ranks_a = report.run.receipts.ranks;
+    const auto& ranks_b = other.receipts.ranks;
+    if (!ranks_a.empty() && !ranks_b.empty()) {
+      DMLP_ASSIGN_OR_RETURN(RunDir dir_a, RunDir::Open(options.run_dir));
+      DMLP_ASSIGN_OR_RETURN(RunDir dir_b, RunDir::Open(*options.against));
+      DMLP_ASSIGN_OR_RETURN(std::optional<Divergence> between,
+                            CompareRuns(dir_a, ranks_a.front().name, *ranks_a.front().rank, dir_b,
+                                        ranks_b.front().name, *ranks_b.front().rank, report.findings));
+      if (!report.first_divergence) report.first_divergence = between;
+    }
+    report.against = std::move(other);
+  }
+  if (report.findings.errors() > 0) {
+    report.verdict = Verdict::kFail;
+    report.exit_code = 1;
+  } else if (report.findings.incompletes() > 0) {
+    report.verdict = Verdict::kIncomplete;
+    report.exit_code = options.allow_incomplete ? 0 : 3;
+  }
+  return report;
+}
+
+const char* VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kPass: return "PASS";
+    case Verdict::kIncomplete: return "INCOMPLETE";
+    case Verdict::kFail: return "FAIL";
+  }
+  return "FAIL";
+}
+
+}  // namespace dmlp::verify

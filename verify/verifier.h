@@ -1,0 +1,57 @@
+// defines: VerifyOptions, RunReport, Verdict, Report, Verify, VerifyRun, VerdictName
+//
+// dmlp-verify's library entry point: Verify(options) reads the run directory
+// (and --against's), never writing to either, and returns the Report that
+// main.cc renders. An error Status (exit 2) means the verifier could not do its
+// job (unreadable directory, read error); every defect of the run itself is a
+// finding in the Report instead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "verify/findings.h"
+#include "verify/receipt_set.h"
+
+namespace dmlp::verify {
+
+struct VerifyOptions {
+  std::string run_dir;
+  std::optional<std::string> against;  // --against OTHER_RUN
+  bool allow_incomplete = false;       // incomplete exits 0 instead of 3
+};
+
+/// What was found in one run directory.
+struct RunReport {
+  std::string dir;
+  std::string format = "unknown";        // "reference" or "dmlp" once result.json is valid
+  std::string version;                   // jax_version or dmlp_version
+  std::string result_status = "absent";  // "absent", "valid", "invalid"
+  std::string state_status = "not_checked";  // "absent", "verified", "mismatch", "invalid", "not_checked"
+  int64_t processes = 0;                 // result.json's processes, else the rank files found
+  ReceiptSetSummary receipts;
+};
+
+enum class Verdict { kPass, kIncomplete, kFail };
+
+struct Report {
+  VerifyOptions options;
+  RunReport run;
+  std::optional<RunReport> against;
+  FindingSink findings;
+  // Within RUN_DIR, else within OTHER_RUN, else between the two runs.
+  std::optional<Divergence> first_divergence;
+  Verdict verdict = Verdict::kPass;
+  int exit_code = 0;
+};
+
+/// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR.
+Result<Report> Verify(const VerifyOptions& options);
+/// Verifies one run directory, adding its findings to `sink`.
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink);
+/// "PASS", "INCOMPLETE" or "FAIL".
+const char* VerdictName(Verdict verdict);
+
+}  // namespace dmlp::verify
