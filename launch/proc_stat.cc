@@ -19,16 +19,19 @@ std::optional<ProcStat> ParseProcStat(const std::string& text) {
   stat.pid = static_cast<pid_t>(std::atol(text.substr(0, open).c_str()));
   stat.comm = text.substr(open + 1, close - open - 1);
   std::istringstream fields(text.substr(close + 1));
-  // Fields after comm, 1-based as in proc(5) minus 2: state(3) ppid(4) pgrp(5) ... utime(14) stime(15).
+  // Fields after comm, numbered as in proc(5) minus 3: state(3) ppid(4)
+  // pgrp(5) ... utime(14) stime(15) cutime(16) cstime(17).
   std::string field;
   std::vector<std::string> rest;
-  while (fields >> field && rest.size() < 13) rest.push_back(field);
-  if (rest.size() < 13 || rest[0].size() != 1) return std::nullopt;
+  while (fields >> field && rest.size() < 15) rest.push_back(field);
+  if (rest.size() < 15 || rest[0].size() != 1) return std::nullopt;
   stat.state = rest[0][0];
   stat.ppid = static_cast<pid_t>(std::atol(rest[1].c_str()));
   stat.pgrp = static_cast<pid_t>(std::atol(rest[2].c_str()));
   stat.utime_ticks = std::atol(rest[11].c_str());
   stat.stime_ticks = std::atol(rest[12].c_str());
+  stat.children_utime_ticks = std::atol(rest[13].c_str());
+  stat.children_stime_ticks = std::atol(rest[14].c_str());
   return stat;
 }
 

@@ -21,6 +21,8 @@ struct ProcStat {
   pid_t pgrp = 0;
   long utime_ticks = 0;  // user CPU time, clock ticks
   long stime_ticks = 0;  // system CPU time, clock ticks
+  long children_utime_ticks = 0;  // of reaped children, clock ticks
+  long children_stime_ticks = 0;
 };
 
 /// Parses the text of a /proc/PID/stat file; nullopt if it is malformed.

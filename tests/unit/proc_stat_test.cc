@@ -8,7 +8,7 @@ namespace {
 
 TEST(ProcStat, ParsesACommandNameWithSpacesAndParentheses) {
   std::optional<ProcStat> stat = ParseProcStat(
-      "4242 (a (b) c) D 1 4240 4240 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 100 1000 10\n");
+      "4242 (a (b) c) D 1 4240 4240 0 -1 4194560 100 0 0 0 17 5 0 3 20 0 1 0 100 1000 10\n");
   ASSERT_TRUE(stat.has_value());
   EXPECT_EQ(stat->pid, 4242);
   EXPECT_EQ(stat->comm, "a (b) c");
@@ -17,13 +17,16 @@ TEST(ProcStat, ParsesACommandNameWithSpacesAndParentheses) {
   EXPECT_EQ(stat->pgrp, 4240);
   EXPECT_EQ(stat->utime_ticks, 17);
   EXPECT_EQ(stat->stime_ticks, 5);
+  EXPECT_EQ(stat->children_utime_ticks, 0);
+  EXPECT_EQ(stat->children_stime_ticks, 3);
 }
 
 TEST(ProcStat, RejectsDamagedText) {
   EXPECT_FALSE(ParseProcStat("").has_value());
   EXPECT_FALSE(ParseProcStat("12 (cut").has_value());
   EXPECT_FALSE(ParseProcStat("12 (x) S 1 2").has_value());  // truncated
-  EXPECT_FALSE(ParseProcStat("12 (x) SS 1 2 3 4 5 6 7 8 9 10 11 12 13").has_value());
+  EXPECT_FALSE(ParseProcStat("12 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13").has_value());  // no cutime/cstime
+  EXPECT_FALSE(ParseProcStat("12 (x) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15").has_value());
 }
 
 TEST(ProcStat, ReadsItself) {

@@ -538,8 +538,11 @@ def partial_lines_are_prefixed_whole(tmp):
 @case
 def log_dir_keeps_raw_files(tmp):
     logs = os.path.join(tmp, "logs", "nested")
-    run = launch(["--log-dir", logs, "--show-ranks", "0", "--", "sh", "-c", PIECES_SCRIPT + "exit $PROCESS_ID"],
-                 base_env(NUM_PROCESSES=2))
+    # Rank 1 fails, but only after rank 0 has written everything.
+    ending = ('if [ $PROCESS_ID = 0 ]; then touch "$STAND_IN_DIR/done-0"; exit 0; fi; n=0; '
+              'while [ ! -e "$STAND_IN_DIR/done-0" ] && [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done; exit 1')
+    run = launch(["--log-dir", logs, "--show-ranks", "0", "--", "sh", "-c", PIECES_SCRIPT + ending],
+                 stand_in_env(tmp, 2))
     check(run.rc == 1, "rank 1 exits 1", run)
     for r in range(2):
         with open(os.path.join(logs, "rank-%d.stdout" % r)) as f:
@@ -591,6 +594,34 @@ def sigstop_sigcont_whole_job(tmp):
     check(run.rc == 0, "a frozen and restored job still succeeds", run)
     check(sorted(run.out.splitlines()) == ["[rank %d] finished %d" % (r, r) for r in range(3)], "all finished", run)
     check(len(summary_line(run, "all 3 ranks exited with code 0")) == 1, "success summary", run)
+
+
+def process_state(proc):
+    try:
+        with open("/proc/%d/stat" % proc.pid) as f:
+            text = f.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2]
+
+
+@case
+def sigtstp_suspends_the_whole_job(tmp):
+    # Ranks have their own process groups, so a terminal's Ctrl-Z reaches only
+    # the launcher; it must stop the ranks with itself and continue them after.
+    script = ('echo $$ > "$STAND_IN_DIR/rank-$PROCESS_ID.tmp"; mv "$STAND_IN_DIR/rank-$PROCESS_ID.tmp" '
+              '"$STAND_IN_DIR/rank-$PROCESS_ID.pid"; n=0; while [ ! -e "$STAND_IN_DIR/go" ] && [ $n -lt 1000 ]; '
+              'do sleep 0.01; n=$((n+1)); done; echo "finished $PROCESS_ID"')
+    launcher = Launcher(["sh", "-c", script], stand_in_env(tmp, 2))
+    ranks = wait_for_ranks(tmp, 2)
+    launcher.send(signal.SIGTSTP)
+    wait_until(lambda: process_state(launcher.me) == "T" and all(process_state(p) == "T" for p in ranks.values()),
+               READY_LIMIT, "launcher and ranks stopped")
+    go(tmp)
+    launcher.send(signal.SIGCONT)
+    run = launcher.finish()
+    check(run.rc == 0, "suspended and continued job succeeds", run)
+    check(sorted(run.out.splitlines()) == ["[rank 0] finished 0", "[rank 1] finished 1"], "both finished", run)
 
 
 @case
