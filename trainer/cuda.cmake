@@ -71,6 +71,9 @@ if(DMLP_HAVE_CUDA)
   )
   dmlp_cuda_target_options(dmlp_backend_cuda)
   target_include_directories(dmlp_backend_cuda PUBLIC ${PROJECT_SOURCE_DIR})
+  # Error locations name files relative to the tree (cuda/cuda_check.cc).
+  set_source_files_properties(${_dmlp_cuda_dir}/cuda_check.cc PROPERTIES
+    COMPILE_DEFINITIONS "DMLP_SOURCE_DIR=\"${PROJECT_SOURCE_DIR}/\"")
   target_include_directories(dmlp_backend_cuda SYSTEM PUBLIC ${DMLP_NCCL_INCLUDE_DIR})
   target_link_libraries(dmlp_backend_cuda PUBLIC
     dmlp_common dmlp_trainer_math dmlp_rendezvous

@@ -18,10 +18,13 @@ std::string HostName() {
 }
 
 // __FILE__ is the absolute path CMake passed; users want the path in the tree.
+// DMLP_SOURCE_DIR ends with '/' (trainer/cuda.cmake).
 const char* RelativeToSource(const char* file) {
-  const std::string_view path(file);
-  const size_t at = path.rfind("/trainer/");
-  return at == std::string_view::npos ? file : file + at + 1;
+#ifdef DMLP_SOURCE_DIR
+  const std::string_view root(DMLP_SOURCE_DIR);
+  if (std::string_view(file).substr(0, root.size()) == root) return file + root.size();
+#endif
+  return file;
 }
 
 }  // namespace

@@ -1,0 +1,18 @@
+# The CUDA platform (dmlp_backend_cuda). Every GPU test skips itself
+# (GTEST_SKIP) without a GPU; tests/gpu/run_gpu_checks.sh runs them on one.
+# The no-GPU tests (CudaDevice.NoGpu*, CudaCheck.*) run everywhere.
+# Host-side C++ (.cc): the kernels are reached through their launchers.
+if(DMLP_HAVE_CUDA)
+  add_executable(cuda_test
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_backend_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_data_init_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_device_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_mlp_test.cc
+  )
+  # dmlp_trainer_core: the CPU backend and FoldShardsInOrder, the references.
+  target_link_libraries(cuda_test PRIVATE dmlp_backend_cuda dmlp_trainer_core dmlp_mlp_cpu
+                        GTest::gtest_main)
+  gtest_discover_tests(cuda_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endif()

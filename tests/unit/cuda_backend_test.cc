@@ -1,0 +1,166 @@
+// The CUDA backend as the trainer drives it (one rank): updates, losses,
+// pipelined snapshots, against itself (bits) and the CPU backend (tolerance).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "rendezvous_test_util.h"
+#include "trainer/backend.h"
+#include "trainer/init.h"
+#include "trainer/plan.h"
+#include "trainer/rendezvous.h"
+
+namespace dmlp {
+namespace {
+
+Plan SmallPlan(int64_t data_shards, Reduction reduction) {
+  Plan plan;
+  plan.steps = 2;
+  plan.seed = 7;
+  plan.batch = 96;
+  plan.microbatches = 2;
+  plan.learning_rate = 1e-3;
+  plan.platform = Platform::kCuda;
+  plan.num_processes = 1;
+  plan.heartbeat_timeout_seconds = 10;
+  plan.model = {20, 48, 2, 10};
+  plan.data_shards = data_shards;
+  plan.reduction = reduction;
+  return plan;
+}
+
+struct TrainRun {
+  std::vector<float> losses;
+  std::vector<uint8_t> image;
+};
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto rendezvous = Rendezvous::Join(testing::RendezvousTestOptions(testing::FreePort(), 0, 1));
+    ASSERT_TRUE(rendezvous.ok()) << rendezvous.status().ToString();
+    rendezvous_ = std::move(rendezvous).value();
+  }
+  void TearDown() override {
+    if (rendezvous_) {
+      EXPECT_TRUE(rendezvous_->Close().ok());
+    }
+  }
+
+  /// `updates` updates from the initial state; the losses and the final image.
+  TrainRun Train(const Plan& plan, int updates, bool cpu = false) {
+    TrainRun run;
+    auto layout = StateLayout::Create(plan.model);
+    EXPECT_TRUE(layout.ok());
+    auto backend = cpu ? CreateCpuBackend(plan, *layout, *rendezvous_)
+                       : CreateCudaBackend(plan, *layout, *rendezvous_);
+    EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+    if (!backend.ok()) return run;
+    std::vector<uint8_t> initial(layout->image_bytes(), 0);
+    EXPECT_TRUE(InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())).ok());
+    EXPECT_TRUE((*backend)->LoadState(initial.data()).ok());
+    for (int update = 0; update < updates; ++update) {
+      EXPECT_TRUE((*backend)->Update(1 + update / 2, update % 2).ok());
+      auto loss = (*backend)->LastLoss();
+      EXPECT_TRUE(loss.ok()) << loss.status().ToString();
+      run.losses.push_back(loss.ok() ? *loss : NAN);
+    }
+    auto buffer = (*backend)->AllocateSnapshotBuffer();
+    EXPECT_TRUE(buffer.ok());
+    auto waiter = (*backend)->BeginSnapshot(buffer->get());
+    EXPECT_TRUE(waiter.ok());
+    EXPECT_TRUE((*waiter)().ok());
+    run.image.assign(buffer->get(), buffer->get() + layout->image_bytes());
+    return run;
+  }
+
+  std::unique_ptr<Rendezvous> rendezvous_;
+};
+
+TEST_F(CudaBackendTest, SameStateBitsEveryRunAndReductionWithOneRank) {
+  DMLP_REQUIRE_GPU();
+  const TrainRun first = Train(SmallPlan(4, Reduction::kOrdered), 4);
+  const TrainRun second = Train(SmallPlan(4, Reduction::kOrdered), 4);
+  ASSERT_EQ(first.image.size(), second.image.size());
+  EXPECT_TRUE(first.image == second.image);
+  EXPECT_EQ(std::memcmp(first.losses.data(), second.losses.data(), 4 * sizeof(float)), 0);
+  // One rank: allreduce is the same in-order local fold, so the same bits.
+  const TrainRun allreduce = Train(SmallPlan(4, Reduction::kAllreduce), 4);
+  EXPECT_TRUE(first.image == allreduce.image);
+  // The image's Adam count is the number of updates.
+  auto layout = StateLayout::Create(SmallPlan(4, Reduction::kOrdered).model);
+  int32_t count = 0;
+  std::memcpy(&count, first.image.data() + layout->count_offset(), 4);
+  EXPECT_EQ(count, 4);
+}
+
+// Tolerance (fp32, 4 updates of a small model): losses within 1e-4 relative of
+// the CPU backend's; parameters within 1e-4 absolute (Adam moves each by at
+// most ~lr = 1e-3 per update, so a sign flip from rounding would show as ~2e-3).
+TEST_F(CudaBackendTest, CloseToCpuBackend) {
+  DMLP_REQUIRE_GPU();
+  const Plan plan = SmallPlan(3, Reduction::kOrdered);
+  const TrainRun gpu = Train(plan, 4);
+  Plan cpu_plan = plan;
+  cpu_plan.platform = Platform::kCpu;
+  const TrainRun cpu = Train(cpu_plan, 4, /*cpu=*/true);
+  ASSERT_EQ(gpu.losses.size(), cpu.losses.size());
+  for (size_t i = 0; i < gpu.losses.size(); ++i)
+    EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 1e-4 * std::abs(cpu.losses[i])) << "update " << i;
+  auto layout = StateLayout::Create(plan.model);
+  const auto* gpu_params = reinterpret_cast<const float*>(gpu.image.data());
+  const auto* cpu_params = reinterpret_cast<const float*>(cpu.image.data());
+  size_t far = 0;
+  for (size_t i = 0; i < layout->parameter_count(); ++i)
+    if (std::abs(gpu_params[i] - cpu_params[i]) > 1e-4f) ++far;
+  EXPECT_EQ(far, 0u) << "parameters further than 1e-4 from the CPU platform's";
+}
+
+TEST_F(CudaBackendTest, SnapshotIsTheStateWhenBegunWhileUpdatesContinue) {
+  DMLP_REQUIRE_GPU();
+  const Plan plan = SmallPlan(2, Reduction::kOrdered);
+  const TrainRun two_updates = Train(plan, 2);
+  auto layout = StateLayout::Create(plan.model);
+  auto backend = CreateCudaBackend(plan, *layout, *rendezvous_);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  std::vector<uint8_t> initial(layout->image_bytes(), 0);
+  DMLP_ASSERT_OK(InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())));
+  DMLP_ASSERT_OK((*backend)->LoadState(initial.data()));
+  // LoadState then snapshot: the same image back.
+  auto buffer = (*backend)->AllocateSnapshotBuffer();
+  ASSERT_TRUE(buffer.ok());
+  auto waiter = (*backend)->BeginSnapshot(buffer->get());
+  ASSERT_TRUE(waiter.ok());
+  DMLP_ASSERT_OK((*waiter)());
+  EXPECT_EQ(std::memcmp(buffer->get(), initial.data(), initial.size()), 0);
+  // Snapshot after 2 updates, begun before the 3rd and 4th are issued.
+  DMLP_ASSERT_OK((*backend)->Update(1, 0));
+  DMLP_ASSERT_OK((*backend)->Update(1, 1));
+  waiter = (*backend)->BeginSnapshot(buffer->get());
+  ASSERT_TRUE(waiter.ok());
+  DMLP_ASSERT_OK((*backend)->Update(2, 0));
+  DMLP_ASSERT_OK((*backend)->Update(2, 1));
+  DMLP_ASSERT_OK((*waiter)());
+  EXPECT_EQ(std::memcmp(buffer->get(), two_updates.image.data(), initial.size()), 0);
+  EXPECT_TRUE((*backend)->LastLoss().ok());
+}
+
+TEST_F(CudaBackendTest, LastLossBeforeAnyUpdateIsAnError) {
+  DMLP_REQUIRE_GPU();
+  const Plan plan = SmallPlan(1, Reduction::kOrdered);
+  auto layout = StateLayout::Create(plan.model);
+  auto backend = CreateCudaBackend(plan, *layout, *rendezvous_);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  EXPECT_FALSE((*backend)->LastLoss().ok());
+  const nlohmann::json fingerprint = (*backend)->Fingerprint();
+  EXPECT_EQ(fingerprint["platform"], "cuda");
+  EXPECT_GT(fingerprint["device"]["sm_count"].get<int>(), 0);
+  EXPECT_EQ(fingerprint["cublas_compute_type"], "CUBLAS_COMPUTE_32F");
+}
+
+}  // namespace
+}  // namespace dmlp
