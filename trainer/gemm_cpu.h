@@ -1,8 +1,16 @@
-// defines: CpuGemm, CpuGemmInfo
+// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, CpuGemmThreadsForRanks, Sgemm
 //
 // The CPU platform's only GEMM entry point. The library behind it is chosen by
-// measurement (bench/gemm_select, README "CPU GEMM"), with its kernel and
-// thread count pinned so that the same call gives the same bits on every run.
+// measurement (bench/gemm_select): BLIS 0.9 (OpenMP build), loaded from its
+// exact file, with its sub-configuration (micro-kernel) pinned explicitly
+// instead of BLIS's own CPU-model guess, and its thread count set.
+//
+// Determinism: the same call gives the same bits on every run, and, because
+// BLIS only parallelizes the m and n loops (never k, so every element of C is
+// accumulated in the same order with the same k blocking), the same bits for
+// every thread count; tests/unit/gemm_cpu_test.cc checks both. The kernel does
+// change bits, which is why it is pinned and recorded.
+//
 // Row-major, like the rest of dmlp: C[M x N] = alpha * op(A) * op(B) + beta * C.
 #pragma once
 
@@ -13,18 +21,23 @@
 namespace dmlp {
 
 struct CpuGemmInfo {
-  std::string library;  // "openblas 0.3.21", "blis 0.9.0", ...
-  std::string kernel;   // the pinned micro-kernel / core type, e.g. "SkylakeX"
+  std::string library;  // "blis 0.9.0 openmp"
+  std::string kernel;   // the pinned BLIS sub-configuration: "skx", "haswell" or "generic"
   int threads = 1;      // threads one GEMM call uses
 };
 
-/// Pins library kernel and thread count. Call once per process before any Sgemm.
-/// `threads` <= 0 means the library's pinned default for this platform.
+/// Loads and pins the library, kernel and thread count (GEMM_INIT_FAILED when it cannot).
+/// `threads` <= 0 means every CPU this process may run on. Call before starting threads
+/// (it sets BLIS_ARCH_TYPE in the environment for BLIS's initialization, then restores it).
+/// A second call may change the thread count; the kernel stays.
 Status InitCpuGemm(int threads);
-/// What InitCpuGemm pinned (for result.json's fingerprint).
+/// What InitCpuGemm pinned (for result.json's fingerprint). Empty before InitCpuGemm.
 const CpuGemmInfo& CpuGemmDescription();
+/// Threads for one of `ranks_on_host` ranks sharing this process's CPUs: max(1, cpus / ranks).
+int CpuGemmThreadsForRanks(int ranks_on_host);
 
-/// Row-major SGEMM. REQUIRES: InitCpuGemm succeeded; lda/ldb/ldc are row strides.
+/// Row-major SGEMM. REQUIRES: InitCpuGemm succeeded; m, n, k >= 0; lda/ldb/ldc are row
+/// strides of the stored matrices, each >= max(1, stored columns). Violations abort.
 void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
            const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 

@@ -1,0 +1,8 @@
+# The CPU GEMM (dmlp_gemm_cpu, trainer/gemm.cmake): accuracy against float64,
+# repeatability, bit-identity across thread counts, and the kernel-pinning check
+# (which dlopens the same BLIS file itself).
+add_executable(gemm_cpu_test ${CMAKE_CURRENT_LIST_DIR}/gemm_cpu_test.cc)
+file(REAL_PATH "${DMLP_BLIS_LIBRARY}" _dmlp_gemm_test_blis_so)
+target_compile_definitions(gemm_cpu_test PRIVATE DMLP_BLIS_SO="${_dmlp_gemm_test_blis_so}")
+target_link_libraries(gemm_cpu_test PRIVATE dmlp_gemm_cpu GTest::gtest_main ${CMAKE_DL_LIBS})
+gtest_discover_tests(gemm_cpu_test DISCOVERY_TIMEOUT 60)

@@ -1,0 +1,219 @@
+// The CPU GEMM: row-major results against a float64 reference for every
+// transpose pair, repeatability, and the promise the thread policy rests on:
+// the same bits for every thread count.
+#include "trainer/gemm_cpu.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace dmlp {
+namespace {
+
+struct Shape {
+  int m, n, k;
+  bool transpose_a, transpose_b;
+};
+
+// Operands stored row-major with padded leading dimensions (ld = stored columns + pad).
+struct Problem {
+  Shape shape;
+  int lda, ldb, ldc;
+  std::vector<float> a, b, c;
+};
+
+int StoredRows(int rows, int cols, bool transposed) { return transposed ? cols : rows; }
+int StoredCols(int rows, int cols, bool transposed) { return transposed ? rows : cols; }
+
+// Deterministic values in [-1, 1) with 24 significant bits.
+void Fill(std::vector<float>& values, uint64_t seed) {
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (float& v : values) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    v = static_cast<float>(static_cast<int32_t>(state >> 40) - (1 << 23)) / (1 << 23);
+  }
+}
+
+Problem MakeProblem(const Shape& s, int pad, uint64_t seed) {
+  Problem p{s, StoredCols(s.m, s.k, s.transpose_a) + pad, StoredCols(s.k, s.n, s.transpose_b) + pad,
+            s.n + pad, {}, {}, {}};
+  p.a.resize(static_cast<size_t>(StoredRows(s.m, s.k, s.transpose_a)) * p.lda);
+  p.b.resize(static_cast<size_t>(StoredRows(s.k, s.n, s.transpose_b)) * p.ldb);
+  p.c.resize(static_cast<size_t>(s.m) * p.ldc);
+  Fill(p.a, seed);
+  Fill(p.b, seed + 1);
+  Fill(p.c, seed + 2);
+  return p;
+}
+
+// op(X)[i][j] of a row-major stored matrix.
+double At(const std::vector<float>& x, int ld, bool transposed, int i, int j) {
+  return transposed ? x[static_cast<size_t>(j) * ld + i] : x[static_cast<size_t>(i) * ld + j];
+}
+
+void RunGemm(Problem& p, float alpha, float beta) {
+  const Shape& s = p.shape;
+  Sgemm(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
+        beta, p.c.data(), p.ldc);
+}
+
+// Sgemm against a float64 reference, element by element, with a bound that
+// scales with k and the magnitudes summed (the float32 rounding error bound).
+void ExpectMatchesReference(const Shape& s, int pad, float alpha, float beta) {
+  Problem p = MakeProblem(s, pad, 1000 + s.m * 7 + s.n * 3 + s.k);
+  const std::vector<float> c_before = p.c;
+  RunGemm(p, alpha, beta);
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (int i = 0; i < s.m; ++i) {
+    for (int j = 0; j < s.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int l = 0; l < s.k; ++l) {
+        double term = At(p.a, p.lda, s.transpose_a, i, l) * At(p.b, p.ldb, s.transpose_b, l, j);
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      const double before = c_before[static_cast<size_t>(i) * p.ldc + j];
+      const double expected = alpha * sum + beta * before;
+      const double bound = (s.k + 4) * eps * (std::fabs(alpha) * magnitude + std::fabs(beta * before));
+      ASSERT_NEAR(p.c[static_cast<size_t>(i) * p.ldc + j], expected, bound)
+          << "m=" << s.m << " n=" << s.n << " k=" << s.k << " ta=" << s.transpose_a
+          << " tb=" << s.transpose_b << " at (" << i << "," << j << ")";
+    }
+  }
+  // Padding between rows is never written.
+  for (int i = 0; i < s.m; ++i) {
+    for (int j = s.n; j < p.ldc; ++j) {
+      ASSERT_EQ(p.c[static_cast<size_t>(i) * p.ldc + j], c_before[static_cast<size_t>(i) * p.ldc + j]);
+    }
+  }
+}
+
+class GemmCpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(InitCpuGemm(1).ok()); }
+};
+
+const Shape kOddShapes[] = {{1, 1, 1, false, false},    {37, 53, 71, false, false},
+                            {3, 129, 517, false, true}, {130, 17, 33, true, false},
+                            {61, 301, 1100, true, true}, {200, 10, 777, false, false}};
+
+TEST_F(GemmCpuTest, MatchesFloat64ReferenceForEveryTransposePair) {
+  for (Shape s : kOddShapes) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        s.transpose_a = ta;
+        s.transpose_b = tb;
+        ExpectMatchesReference(s, 0, 1.0f, 0.0f);
+        ExpectMatchesReference(s, 5, -0.75f, 1.5f);
+      }
+    }
+  }
+}
+
+TEST_F(GemmCpuTest, BetaZeroNeverReadsC) {
+  Problem p = MakeProblem({45, 67, 89, true, false}, 3, 42);
+  std::fill(p.c.begin(), p.c.end(), std::numeric_limits<float>::quiet_NaN());
+  RunGemm(p, 1.0f, 0.0f);
+  for (int i = 0; i < 45; ++i) {
+    for (int j = 0; j < 67; ++j) ASSERT_TRUE(std::isfinite(p.c[static_cast<size_t>(i) * p.ldc + j]));
+  }
+}
+
+TEST_F(GemmCpuTest, ZeroDepthScalesC) {
+  Problem p = MakeProblem({4, 5, 0, false, false}, 0, 9);
+  p.lda = 1;  // k = 0: A has no columns, BLAS still wants ld >= 1
+  const std::vector<float> before = p.c;
+  RunGemm(p, 1.0f, 2.0f);
+  for (size_t i = 0; i < p.c.size(); ++i) EXPECT_EQ(p.c[i], 2.0f * before[i]);
+}
+
+TEST_F(GemmCpuTest, SameCallGivesSameBits) {
+  for (const Shape& s : kOddShapes) {
+    Problem first = MakeProblem(s, 0, 5);
+    Problem second = first;
+    RunGemm(first, 1.0f, 0.0f);
+    RunGemm(second, 1.0f, 0.0f);
+    EXPECT_EQ(0, std::memcmp(first.c.data(), second.c.data(), first.c.size() * sizeof(float)))
+        << "m=" << s.m << " n=" << s.n << " k=" << s.k;
+  }
+}
+
+// The thread policy (threads = CPUs / ranks, so it changes with NUM_PROCESSES)
+// is only allowed because the bits do not depend on it: MLP shapes (batch
+// shard 64/512, widths up to 2048) and odd sizes, every transpose pair, 1 to 3 threads.
+TEST_F(GemmCpuTest, ThreadCountDoesNotChangeBits) {
+  std::vector<Shape> shapes = {{512, 1024, 512, false, false}, {64, 2048, 1024, false, true},
+                               {1024, 1024, 64, true, false},  {512, 10, 1024, false, false},
+                               {333, 777, 1001, false, true},  {515, 1023, 67, true, false},
+                               {17, 2051, 2049, true, true},   {1031, 1029, 771, false, false}};
+  for (const Shape& s : shapes) {
+    std::vector<float> reference;
+    for (int threads : {1, 2, 3}) {
+      ASSERT_TRUE(InitCpuGemm(threads).ok());
+      ASSERT_EQ(CpuGemmDescription().threads, threads);
+      Problem p = MakeProblem(s, 1, 77);
+      RunGemm(p, 1.0f, 0.0f);
+      if (reference.empty()) {
+        reference = p.c;
+      } else {
+        EXPECT_EQ(0, std::memcmp(reference.data(), p.c.data(), p.c.size() * sizeof(float)))
+            << "threads " << threads << " vs 1: m=" << s.m << " n=" << s.n << " k=" << s.k
+            << " ta=" << s.transpose_a << " tb=" << s.transpose_b;
+      }
+    }
+  }
+}
+
+TEST_F(GemmCpuTest, DescriptionNamesLibraryKernelAndThreads) {
+  ASSERT_TRUE(InitCpuGemm(2).ok());
+  const CpuGemmInfo& info = CpuGemmDescription();
+  EXPECT_EQ(info.library.rfind("blis ", 0), 0u) << info.library;
+  EXPECT_EQ(info.threads, 2);
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  EXPECT_EQ(info.kernel, avx512 ? "skx" : avx2 ? "haswell" : "generic");
+}
+
+TEST(GemmCpuThreads, ThreadsForRanksSplitsCpusAndNeverDropsToZero) {
+  EXPECT_GE(CpuGemmThreadsForRanks(1), 1);
+  EXPECT_EQ(CpuGemmThreadsForRanks(1000000), 1);
+  EXPECT_LE(CpuGemmThreadsForRanks(2), CpuGemmThreadsForRanks(1));
+}
+
+// BLIS picks its kernel once, at its first initialization; if something in the
+// process got there first with another kernel, InitCpuGemm must refuse rather
+// than run (and record) a kernel it did not pin. Run in a fresh process.
+TEST(GemmCpuDeathTest, RefusesWhenBlisWasInitializedWithAnotherKernel) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "generic is the pinned kernel here";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void* blis = dlopen(DMLP_BLIS_SO, RTLD_NOW | RTLD_LOCAL);
+        if (blis == nullptr) std::exit(3);
+        auto arch_string = reinterpret_cast<const char* (*)(int)>(dlsym(blis, "bli_arch_string"));
+        int generic = 0;
+        while (std::strcmp(arch_string(generic), "generic") != 0) ++generic;
+        setenv("BLIS_ARCH_TYPE", std::to_string(generic).c_str(), 1);
+        reinterpret_cast<void (*)()>(dlsym(blis, "bli_init"))();
+        unsetenv("BLIS_ARCH_TYPE");
+        Status status = InitCpuGemm(1);
+        std::fprintf(stderr, "%s\n", status.ToString().c_str());
+        std::exit(status.code() == "GEMM_INIT_FAILED" ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "GEMM_INIT_FAILED: BLIS runs sub-configuration generic");
+}
+
+}  // namespace
+}  // namespace dmlp

@@ -1,0 +1,19 @@
+# dmlp_gemm_cpu: the CPU platform's SGEMM (trainer/gemm_cpu.h), BLIS 0.9 OpenMP
+# build, chosen by bench/gemm_select (README "CPU GEMM"). gemm_cpu.cc dlopens
+# the exact file found here rather than linking it: a link would record only
+# the soname libblis.so.4, which the loader resolves through Debian's
+# alternatives symlink (pthread/serial builds or another version could answer).
+# Package: libblis-openmp-dev (build), libblis4-openmp (run time).
+find_library(DMLP_BLIS_LIBRARY NAMES blis
+  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-openmp NO_DEFAULT_PATH
+  DOC "BLIS, OpenMP build, in its own multiarch folder (never the alternatives symlink)")
+if(NOT DMLP_BLIS_LIBRARY)
+  message(FATAL_ERROR "dmlp: BLIS OpenMP build not found under "
+    "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-openmp (apt-get install libblis-openmp-dev)")
+endif()
+file(REAL_PATH "${DMLP_BLIS_LIBRARY}" DMLP_BLIS_SO)
+message(STATUS "dmlp: CPU GEMM loads ${DMLP_BLIS_SO}")
+
+add_library(dmlp_gemm_cpu STATIC ${CMAKE_CURRENT_LIST_DIR}/gemm_cpu.cc)
+target_compile_definitions(dmlp_gemm_cpu PRIVATE DMLP_BLIS_SO="${DMLP_BLIS_SO}")
+target_link_libraries(dmlp_gemm_cpu PUBLIC dmlp_common PRIVATE ${CMAKE_DL_LIBS})

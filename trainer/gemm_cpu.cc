@@ -1,0 +1,214 @@
+// CPU SGEMM through BLIS with a pinned sub-configuration and thread count; see gemm_cpu.h.
+//
+// Why BLIS, skx (bench/gemm_select on the 2-core AVX-512 Xeon, README "CPU GEMM"):
+// it is the one candidate whose bits did not change with the thread count on any
+// shape; OpenBLAS 0.3.21 (SkylakeX and Haswell kernels, and its default "Prescott"
+// guess for this CPU) and oneDNN 2.6 changed bits between 1 and 2 threads, so
+// they could only run with a thread count frozen for every NUM_PROCESSES.
+//
+// Why dlopen of the exact file instead of linking: a link records only the
+// soname libblis.so.4, which the loader resolves through Debian's alternatives
+// symlink (the pthread or serial BLIS build, or another version, could answer);
+// dlopen by absolute path loads exactly the file CMake found, and RTLD_LOCAL
+// keeps its BLAS symbols from interposing on anything else in the process.
+#include "trainer/gemm_cpu.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+namespace dmlp {
+namespace {
+
+// Fortran BLAS sgemm_ (32-bit integers: checked at load with bli_info_get_blas_int_type_size).
+using FortranSgemm = void (*)(const char*, const char*, const int*, const int*, const int*,
+                              const float*, const float*, const int*, const float*, const int*,
+                              const float*, float*, const int*);
+
+// The BLIS entry points dmlp uses. gint_t/dim_t are int64_t; arch_t is an enum (int).
+struct Blis {
+  void (*init)() = nullptr;
+  const char* (*arch_string)(int) = nullptr;
+  int (*arch_query_id)() = nullptr;
+  void (*set_num_threads)(int64_t) = nullptr;
+  int64_t (*get_num_threads)() = nullptr;
+  const char* (*version)() = nullptr;
+  int64_t (*blas_int_type_size)() = nullptr;
+  int64_t (*enable_openmp)() = nullptr;
+  FortranSgemm sgemm = nullptr;
+};
+
+struct State {
+  Blis blis;
+  CpuGemmInfo info;
+  bool ready = false;
+};
+
+State& GlobalState() {
+  static State state;
+  return state;
+}
+
+Status InitFailed(const std::string& detail) { return Status::Error("GEMM_INIT_FAILED", detail); }
+
+// The sub-configuration dmlp pins for this CPU. BLIS's own choice depends on a
+// table of CPU models (on this Xeon it guesses "haswell": "number of FMA units
+// unknown"), so a CPU it has not heard of would silently change the kernel and
+// the bits; here the choice follows the instruction sets alone.
+const char* PinnedArch() {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    return "skx";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "haswell";
+  return "generic";
+}
+
+template <typename F>
+Status Bind(void* handle, const char* name, F& target) {
+  target = reinterpret_cast<F>(dlsym(handle, name));
+  if (target == nullptr) return InitFailed(std::string("missing symbol ") + name + " in " + DMLP_BLIS_SO);
+  return Status::Ok();
+}
+
+Status Load(Blis& blis) {
+  void* handle = dlopen(DMLP_BLIS_SO, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return InitFailed(std::string("dlopen: ") + dlerror());
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_init", blis.init));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_arch_string", blis.arch_string));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_arch_query_id", blis.arch_query_id));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_thread_set_num_threads", blis.set_num_threads));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_thread_get_num_threads", blis.get_num_threads));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_info_get_version_str", blis.version));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_info_get_blas_int_type_size", blis.blas_int_type_size));
+  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_info_get_enable_openmp", blis.enable_openmp));
+  return Bind(handle, "sgemm_", blis.sgemm);
+}
+
+// BLIS_ARCH_TYPE takes an arch_t index, whose numbering differs between BLIS
+// versions; look the name up in the library's own table ("generic" is always
+// its last entry, so the scan stays inside it).
+std::optional<int> ArchId(const Blis& blis, const std::string& name) {
+  for (int id = 0; id < 256; ++id) {
+    const char* entry = blis.arch_string(id);
+    if (entry == nullptr) return std::nullopt;
+    if (name == entry) return id;
+    if (std::strcmp(entry, "generic") == 0) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Sets an environment variable for the lifetime of the object, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Selects and checks the sub-configuration. BLIS reads BLIS_ARCH_TYPE once, in
+// bli_init(); if BLIS was already initialized in this process the variable is
+// ignored, and the query below catches it.
+Status PinArch(const Blis& blis, const std::string& arch) {
+  std::optional<int> id = ArchId(blis, arch);
+  if (!id) return InitFailed("BLIS at " DMLP_BLIS_SO " has no sub-configuration " + arch);
+  {
+    ScopedEnv arch_type("BLIS_ARCH_TYPE", std::to_string(*id));
+    blis.init();
+  }
+  const char* active = blis.arch_string(blis.arch_query_id());
+  if (arch != active) {
+    return InitFailed("BLIS runs sub-configuration " + std::string(active) + ", dmlp pins " + arch +
+                      " (was BLIS initialized before InitCpuGemm?)");
+  }
+  return Status::Ok();
+}
+
+Status SetThreads(State& state, int threads) {
+  state.blis.set_num_threads(threads);
+  int64_t active = state.blis.get_num_threads();
+  if (active != threads) {
+    return InitFailed("BLIS runs " + std::to_string(active) + " threads, asked for " +
+                      std::to_string(threads));
+  }
+  state.info.threads = threads;
+  return Status::Ok();
+}
+
+int AvailableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// Programming errors (bad shapes) abort: BLIS's xerbla would only print and
+// return, leaving C unwritten.
+void RequireShape(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+Status InitCpuGemm(int threads) {
+  State& state = GlobalState();
+  if (threads <= 0) threads = AvailableCpus();
+  if (state.ready) return SetThreads(state, threads);
+
+  Blis blis;
+  DMLP_RETURN_IF_ERROR(Load(blis));
+  if (blis.blas_int_type_size() != 32) {
+    return InitFailed("BLIS BLAS integers are " + std::to_string(blis.blas_int_type_size()) +
+                      " bits, dmlp passes 32-bit int");
+  }
+  const std::string arch = PinnedArch();
+  DMLP_RETURN_IF_ERROR(PinArch(blis, arch));
+  state.blis = blis;
+  state.info.library = std::string("blis ") + blis.version() +
+                       (blis.enable_openmp() ? " openmp" : " single-threaded");
+  state.info.kernel = arch;
+  DMLP_RETURN_IF_ERROR(SetThreads(state, threads));
+  state.ready = true;
+  return Status::Ok();
+}
+
+const CpuGemmInfo& CpuGemmDescription() { return GlobalState().info; }
+
+int CpuGemmThreadsForRanks(int ranks_on_host) {
+  return std::max(1, AvailableCpus() / std::max(1, ranks_on_host));
+}
+
+void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
+           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  const State& state = GlobalState();
+  RequireShape(state.ready && m >= 0 && n >= 0 && k >= 0);
+  RequireShape(lda >= std::max(1, transpose_a ? m : k) && ldb >= std::max(1, transpose_b ? k : n) &&
+               ldc >= std::max(1, n));
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same
+  // buffers read as column-major are the transposes, so swap the operands.
+  const char trans_a = transpose_a ? 'T' : 'N';
+  const char trans_b = transpose_b ? 'T' : 'N';
+  state.blis.sgemm(&trans_b, &trans_a, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+}
+
+}  // namespace dmlp
