@@ -1,0 +1,16 @@
+# dmlp-verify's unit tests (GoogleTest): the receipt reader (common/) and the
+# verifier library. Fixture cases are in tests/fixtures/fixtures.cmake, fuzz
+# targets in tests/fuzz/fuzz.cmake (DMLP_FUZZ=ON with clang).
+add_executable(verify_test
+  ${CMAKE_CURRENT_LIST_DIR}/receipt_reader_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_line_reader_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_report_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_result_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_run_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_stream_test.cc
+)
+target_link_libraries(verify_test PRIVATE dmlp_verify_lib GTest::gtest_main)
+target_compile_definitions(verify_test PRIVATE
+  DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}" DMLP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+gtest_discover_tests(verify_test DISCOVERY_TIMEOUT 60)
+include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/fuzz.cmake OPTIONAL)

@@ -1,0 +1,147 @@
+// Whole runs through the library: verdicts, rank groups, --against, and hostile
+// directories (FIFOs, symlinks, directories where files should be).
+#include "verify/verifier.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "tests/unit/verify_test_util.h"
+
+namespace dmlp::verify {
+namespace {
+
+using testing::RankLine;
+using testing::TempDir;
+
+Report MustVerify(const std::string& dir, std::optional<std::string> against = std::nullopt,
+                  bool allow_incomplete = false) {
+  Result<Report> report = Verify(VerifyOptions{dir, std::move(against), allow_incomplete});
+  EXPECT_TRUE(report.ok()) << report.status().ToString();
+  return report.ok() ? std::move(report).value() : Report{};
+}
+
+std::set<std::string> Ids(const Report& report) {
+  std::set<std::string> ids;
+  for (const Finding& finding : report.findings.kept()) ids.insert(finding.id);
+  return ids;
+}
+
+TEST(VerifyRunTest, CompleteReferenceRunPasses) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 3, 5);
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_EQ(report.verdict, Verdict::kPass);
+  EXPECT_EQ(Ids(report), (std::set<std::string>{"state.absent"}));
+  EXPECT_EQ(report.run.format, "reference");
+  EXPECT_EQ(report.run.receipts.ranks.size(), 3u);
+  EXPECT_EQ(report.run.receipts.last_step, 5);
+}
+
+TEST(VerifyRunTest, IncompleteAndAllowIncomplete) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 4, /*with_result=*/false);
+  EXPECT_EQ(MustVerify(dir.path()).exit_code, 3);
+  Report allowed = MustVerify(dir.path(), std::nullopt, true);
+  EXPECT_EQ(allowed.exit_code, 0);
+  EXPECT_EQ(allowed.verdict, Verdict::kIncomplete);
+}
+
+TEST(VerifyRunTest, DivergenceGroupsByValue) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 4, 5, false);
+  for (int rank : {1, 3}) {
+    std::string lines;
+    for (int step = 1; step <= 5; ++step) lines += RankLine(step, rank, step >= 3 ? 1 : 0);
+    dir.Write("rank-" + std::to_string(rank) + ".jsonl", lines);
+  }
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(report.exit_code, 1);
+  ASSERT_TRUE(report.first_divergence);
+  EXPECT_EQ(report.first_divergence->step, 3);
+  EXPECT_EQ(report.first_divergence->between, "ranks");
+  EXPECT_EQ(report.first_divergence->groups, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
+  EXPECT_EQ(report.findings.Count("ranks.hash_divergence"), 1u);
+  EXPECT_EQ(report.run.receipts.divergent_steps, 3);
+}
+
+TEST(VerifyRunTest, AgainstComparesByStep) {
+  TempDir a, b, c, d;
+  testing::WriteReferenceRun(a, 2, 5);
+  testing::WriteReferenceRun(b, 4, 5);
+  EXPECT_EQ(MustVerify(a.path(), b.path()).exit_code, 0);
+  testing::WriteReferenceRun(c, 2, 3);
+  Report prefix = MustVerify(a.path(), c.path());
+  EXPECT_EQ(prefix.exit_code, 1);
+  EXPECT_EQ(Ids(prefix).count("against.prefix"), 1u);
+  testing::WriteReferenceRun(d, 1, 5);
+  d.Write("rank-0.jsonl", RankLine(1, 0) + RankLine(2, 0) + RankLine(3, 0, 1) + RankLine(4, 0) + RankLine(5, 0));
+  d.Write("metrics.jsonl", testing::MetricsLine(1) + testing::MetricsLine(2) + testing::MetricsLine(3, 1) +
+                               testing::MetricsLine(4) + testing::MetricsLine(5));
+  Report differs = MustVerify(a.path(), d.path());
+  EXPECT_EQ(differs.exit_code, 1);
+  EXPECT_EQ(Ids(differs), (std::set<std::string>{"state.absent", "against.differs"}));
+  ASSERT_TRUE(differs.first_divergence);
+  EXPECT_EQ(differs.first_divergence->between, "runs");
+  EXPECT_EQ(differs.first_divergence->step, 3);
+}
+
+TEST(VerifyRunTest, UnreadableDirectoryIsTrouble) {
+  TempDir dir;
+  dir.Write("file", "x");
+  EXPECT_EQ(Verify(VerifyOptions{dir.File("missing")}).status().code(), "NOT_FOUND");
+  EXPECT_EQ(Verify(VerifyOptions{dir.File("file")}).status().code(), "NOT_A_DIRECTORY");
+  Report empty = MustVerify(dir.path());
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_TRUE(Ids(empty).contains("ranks.none"));
+}
+
+TEST(VerifyRunTest, NeverFollowsOrBlocksOnSpecialFiles) {
+  TempDir outside, dir;
+  testing::WriteReferenceRun(outside, 2, 3);
+  testing::WriteReferenceRun(dir, 2, 3);
+  std::filesystem::remove(dir.File("rank-1.jsonl"));
+  ASSERT_EQ(::mkfifo(dir.File("rank-1.jsonl").c_str(), 0600), 0);  // opening it would block
+  std::filesystem::remove(dir.File("metrics.jsonl"));
+  std::filesystem::create_symlink(outside.File("metrics.jsonl"), dir.File("metrics.jsonl"));
+  std::filesystem::create_directory(dir.File("result.json.tmp"));
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_EQ(report.findings.Count("file.not_regular"), 2u);
+  EXPECT_TRUE(Ids(report).contains("result.tmp_leftover"));
+  std::filesystem::remove(dir.File("result.json"));
+  std::filesystem::create_symlink(outside.File("result.json"), dir.File("result.json"));
+  EXPECT_EQ(MustVerify(dir.path()).findings.Count("file.not_regular"), 3u);
+}
+
+TEST(VerifyRunTest, ReadsButNeverWrites) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3, false);
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+      files[entry.path().filename().string()] = dir.Read(entry.path().filename().string());
+    return files;
+  };
+  const auto before = snapshot();
+  EXPECT_EQ(MustVerify(dir.path()).exit_code, 3);
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST(VerifyRunTest, RankSetFromResultAndFiles) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 3, 2, false);
+  std::filesystem::remove(dir.File("rank-1.jsonl"));
+  dir.Write("rank-007.jsonl", "");
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(Ids(report), (std::set<std::string>{"ranks.missing_file", "ranks.bad_file_name", "result.missing"}));
+}
+
+}  // namespace
+}  // namespace dmlp::verify

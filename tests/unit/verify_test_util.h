@@ -1,0 +1,89 @@
+// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun
+//
+// Helpers for dmlp-verify's unit tests: a scratch directory removed at the end,
+// and small valid runs in the reference (JAX) format written into it.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/float_repr.h"
+#include "common/py_json.h"
+#include "common/receipt.h"
+#include "common/sha256.h"
+
+namespace dmlp::verify::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dmlp-verify-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+    path_ = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  void Write(const std::string& name, const std::string& content) const {
+    std::ofstream(File(name), std::ios::binary) << content;
+  }
+  std::string Read(const std::string& name) const {
+    std::ifstream file(File(name), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(file), {});
+  }
+
+ private:
+  std::string path_;
+};
+
+inline std::string TestHash(int step, int variant = 0) {
+  std::string seed = "state " + std::to_string(step) + " " + std::to_string(variant);
+  return Sha256Hex(seed.data(), seed.size());
+}
+
+inline std::string TestLoss(int step, int variant = 0) {
+  return Float32Repr(3.0f / static_cast<float>(step + 1) + 0.5f * static_cast<float>(variant));
+}
+
+inline std::string RankLine(int step, int rank, int variant = 0) {
+  return FormatReceiptLine(Receipt{step, TestLoss(step, variant), TestHash(step, variant), rank});
+}
+
+inline std::string MetricsLine(int step, int variant = 0) {
+  return FormatReceiptLine(Receipt{step, TestLoss(step, variant), TestHash(step, variant), std::nullopt});
+}
+
+/// A complete, valid run in the reference's format (no state file) of `ranks` x `steps`.
+inline void WriteReferenceRun(const TempDir& dir, int ranks, int steps, bool with_result = true) {
+  std::string metrics;
+  for (int step = 1; step <= steps; ++step) metrics += MetricsLine(step);
+  dir.Write("metrics.jsonl", metrics);
+  nlohmann::json rank_files = nlohmann::json::array();
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::string lines;
+    for (int step = 1; step <= steps; ++step) lines += RankLine(step, rank);
+    dir.Write("rank-" + std::to_string(rank) + ".jsonl", lines);
+    rank_files.push_back("rank-" + std::to_string(rank) + ".jsonl");
+  }
+  if (!with_result) return;
+  nlohmann::json doc = {
+      {"complete", true}, {"dataset", "d"}, {"digest_cost", "c"}, {"digest_policy", "p"},
+      {"final_loss", TestLoss(steps)}, {"final_opt_state_sha256", TestHash(-1)},
+      {"final_params_sha256", TestHash(-2)}, {"heartbeat_timeout_seconds", 60}, {"jax_version", "0.4.35"},
+      {"model", {{"processes", ranks}}}, {"optimizer", "adam"}, {"params_sha256", TestHash(steps)},
+      {"plan", {{"steps", steps}}}, {"processes", ranks}, {"rank_files", rank_files}, {"steps", steps},
+      {"updates_per_metric_step", 1}};
+  dir.Write("result.json", PyJsonDumps(doc, 2) + "\n");
+}
+
+}  // namespace dmlp::verify::testing
