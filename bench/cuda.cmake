@@ -1,0 +1,6 @@
+# gpu_bench: the CUDA platform's update time against the cuBLAS floor measured
+# in the same run, and the digest pipeline's throughput (tests/gpu/ runs it).
+if(DMLP_HAVE_CUDA)
+  add_executable(gpu_bench ${CMAKE_CURRENT_LIST_DIR}/gpu_bench.cc)
+  target_link_libraries(gpu_bench PRIVATE dmlp_backend_cuda dmlp_trainer_core CLI11::CLI11)
+endif()

@@ -1,0 +1,260 @@
+// gpu_bench: what one update of the CUDA platform costs against what the GPU
+// can do, measured in the same run (issue 5, "the benchmark"):
+//   - the cuBLAS SGEMM rate (8192^3, fp32 and tf32 compute types) and the
+//     GEMM floor of an update = its GEMM FLOPs / that rate;
+//   - the time of the update's own GEMM sequence alone (same shapes, same handle);
+//   - the time per update of the real backend (1 rank), and its split by phase;
+//   - the digest pipeline: device->pinned copy rate, SHA-256 rate, and the time
+//     per logged step with and without the pipelined digest.
+// Output: `<precision>.<name>=<value>` lines on stdout (tests/gpu/ parses them).
+// It prints figures; it asserts nothing (STYLE: no timing assertions).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <cuda_runtime_api.h>
+
+#include "common/sha256.h"
+#include "trainer/backend.h"
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/device_buffer.h"
+#include "trainer/cuda/gemm_cublas.h"
+#include "trainer/digest_pipeline.h"
+#include "trainer/init.h"
+#include "trainer/plan.h"
+#include "trainer/rendezvous.h"
+
+namespace dmlp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  ModelShape model{512, 2048, 3, 10};
+  int64_t batch = 4096;
+  int64_t microbatches = 8;
+  int64_t data_shards = 1;
+  int64_t steps = 5;  // timed logged steps (after one warm-up step)
+  std::string precision = "both";
+};
+
+void Print(const std::string& precision, const char* name, double value) {
+  std::printf("%s.%s=%.6g\n", precision.c_str(), name, value);
+}
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd >= 0) close(fd);
+    return 29500;
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+/// Milliseconds per call of `body` on `stream`, timed with events over `calls` calls.
+Result<double> TimeOnStream(cudaStream_t stream, int calls, const std::function<Status()>& body) {
+  DMLP_RETURN_IF_ERROR(body());  // warm-up (heuristics, lazy loading)
+  DMLP_ASSIGN_OR_RETURN(cuda::CudaEvent start, cuda::CudaEvent::Create(true));
+  DMLP_ASSIGN_OR_RETURN(cuda::CudaEvent stop, cuda::CudaEvent::Create(true));
+  CUDA_CHECK(cudaEventRecord(start.get(), stream));
+  for (int call = 0; call < calls; ++call) DMLP_RETURN_IF_ERROR(body());
+  CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+  CUDA_CHECK(cudaEventSynchronize(stop.get()));
+  float milliseconds = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start.get(), stop.get()));
+  return milliseconds / calls;
+}
+
+/// The SGEMM rate in FLOP/s for square n x n x n products.
+Result<double> SquareGemmRate(const cuda::CublasGemm& gemm, cudaStream_t stream, int n) {
+  const size_t floats = size_t(n) * n;
+  DMLP_ASSIGN_OR_RETURN(auto a, cuda::DeviceBuffer<float>::Create(floats, true));
+  DMLP_ASSIGN_OR_RETURN(auto b, cuda::DeviceBuffer<float>::Create(floats, true));
+  DMLP_ASSIGN_OR_RETURN(auto c, cuda::DeviceBuffer<float>::Create(floats, true));
+  DMLP_ASSIGN_OR_RETURN(const double ms, TimeOnStream(stream, 5, [&] {
+                          return gemm.Sgemm(false, false, n, n, n, a.get(), n, b.get(), n, c.get(), n);
+                        }));
+  return 2.0 * n * n * double(n) / (ms / 1000.0);
+}
+
+/// The update's GEMMs alone, in the backend's order and shapes (mlp_cuda.cc); and their FLOPs.
+Result<double> UpdateGemmMilliseconds(const cuda::CublasGemm& gemm, cudaStream_t stream,
+                                      const StateLayout& layout, int64_t shard_size,
+                                      int64_t shards, double* flops) {
+  int64_t widest = layout.shape().features;
+  for (int64_t layer = 0; layer < layout.dense_count(); ++layer)
+    widest = std::max(widest, layout.fan_out(layer));
+  DMLP_ASSIGN_OR_RETURN(auto x, cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
+  DMLP_ASSIGN_OR_RETURN(auto d, cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
+  DMLP_ASSIGN_OR_RETURN(auto y, cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
+  DMLP_ASSIGN_OR_RETURN(auto w, cuda::DeviceBuffer<float>::Create(size_t(widest * widest), true));
+  const int n = static_cast<int>(shard_size);
+  *flops = 0;
+  auto sequence = [&]() -> Status {
+    for (int64_t shard = 0; shard < shards; ++shard) {
+      for (int64_t layer = 0; layer < layout.dense_count(); ++layer) {
+        const int in = int(layout.fan_in(layer)), out = int(layout.fan_out(layer));
+        DMLP_RETURN_IF_ERROR(gemm.Sgemm(false, false, n, out, in, x.get(), in, w.get(), out, y.get(), out));
+      }
+      for (int64_t layer = layout.dense_count() - 1; layer >= 0; --layer) {
+        const int in = int(layout.fan_in(layer)), out = int(layout.fan_out(layer));
+        DMLP_RETURN_IF_ERROR(gemm.Sgemm(true, false, in, out, n, x.get(), in, d.get(), out, w.get(), out));
+        if (layer > 0)
+          DMLP_RETURN_IF_ERROR(gemm.Sgemm(false, true, n, in, out, d.get(), out, w.get(), out, y.get(), in));
+      }
+    }
+    return Status::Ok();
+  };
+  for (int64_t layer = 0; layer < layout.dense_count(); ++layer)
+    *flops += 2.0 * double(shard_size) * layout.fan_in(layer) * layout.fan_out(layer) *
+              (layer == 0 ? 2 : 3) * double(shards);
+  return TimeOnStream(stream, 10, sequence);
+}
+
+/// Seconds per logged step (MICROBATCHES updates + the loss), optionally with digests.
+Result<double> StepSeconds(Backend& backend, const BenchOptions& options, DigestPipeline* digests,
+                           int64_t first_step) {
+  const Clock::time_point start = Clock::now();
+  for (int64_t step = first_step; step < first_step + options.steps; ++step) {
+    for (int64_t microbatch = 0; microbatch < options.microbatches; ++microbatch)
+      DMLP_RETURN_IF_ERROR(backend.Update(step, microbatch));
+    DMLP_ASSIGN_OR_RETURN(const float loss, backend.LastLoss());
+    if (digests != nullptr) DMLP_RETURN_IF_ERROR(digests->Submit(step, std::to_string(loss)));
+  }
+  if (digests != nullptr) DMLP_RETURN_IF_ERROR(digests->Drain());
+  return Seconds(start) / double(options.steps);
+}
+
+Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_value) {
+  const std::string precision = precision_value == MatmulPrecision::kTf32 ? "tf32" : "fp32";
+  Plan plan;
+  plan.steps = 1 + 2 * options.steps;
+  plan.seed = 42;
+  plan.batch = options.batch;
+  plan.microbatches = options.microbatches;
+  plan.learning_rate = 1e-3;
+  plan.platform = Platform::kCuda;
+  plan.num_processes = 1;
+  plan.heartbeat_timeout_seconds = 60;
+  plan.model = options.model;
+  plan.data_shards = options.data_shards;
+  plan.matmul_precision = precision_value;
+  DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
+
+  RendezvousOptions rendezvous_options;
+  rendezvous_options.port = FreePort();
+  rendezvous_options.heartbeat_timeout_seconds = 60;
+  rendezvous_options.plan_fingerprint = PlanFingerprint(plan);
+  DMLP_ASSIGN_OR_RETURN(auto rendezvous, Rendezvous::Join(rendezvous_options));
+  DMLP_ASSIGN_OR_RETURN(auto backend, CreateCudaBackend(plan, layout, *rendezvous));
+  std::vector<uint8_t> initial(layout.image_bytes(), 0);
+  DMLP_RETURN_IF_ERROR(InitParams(layout, 42, reinterpret_cast<float*>(initial.data())));
+  DMLP_RETURN_IF_ERROR(backend->LoadState(initial.data()));
+
+  {  // GEMM rates with the backend's precision, on a handle of its own.
+    DMLP_ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create());
+    DMLP_ASSIGN_OR_RETURN(auto gemm, cuda::CublasGemm::Create(stream.get(), precision == "tf32"));
+    DMLP_ASSIGN_OR_RETURN(const double rate, SquareGemmRate(gemm, stream.get(), 8192));
+    double flops = 0;
+    DMLP_ASSIGN_OR_RETURN(const double gemm_ms,
+                          UpdateGemmMilliseconds(gemm, stream.get(), layout, plan.shard_size(),
+                                                 plan.data_shards, &flops));
+    Print(precision, "sgemm_8192_tflops", rate / 1e12);
+    Print(precision, "update_gemm_gflop", flops / 1e9);
+    Print(precision, "floor_update_ms", flops / rate * 1e3);
+    Print(precision, "update_gemms_only_ms", gemm_ms);
+  }
+
+  // Warm-up step, then the timed steps without and with the digest pipeline.
+  BenchOptions warmup = options;
+  warmup.steps = 1;
+  DMLP_RETURN_IF_ERROR(StepSeconds(*backend, warmup, nullptr, 1).status());
+  const nlohmann::json before = backend->Profile();
+  DMLP_ASSIGN_OR_RETURN(const double plain, StepSeconds(*backend, options, nullptr, 2));
+  const nlohmann::json after = backend->Profile();
+  DigestPipeline digests(*backend, layout.image_bytes(),
+                         [](int64_t, const std::string&, const std::string&) { return Status::Ok(); });
+  DMLP_RETURN_IF_ERROR(digests.Start());
+  DMLP_ASSIGN_OR_RETURN(const double digested, StepSeconds(*backend, options, &digests, 2 + options.steps));
+  const double updates = double(options.steps * options.microbatches);
+  Print(precision, "update_ms", plain / double(options.microbatches) * 1e3);
+  for (const char* phase : {"data", "compute", "collectives", "optimizer"})
+    Print(precision, (std::string("update_") + phase + "_ms").c_str(),
+          (after[phase].get<double>() - before[phase].get<double>()) / updates * 1e3);
+  Print(precision, "step_ms", plain * 1e3);
+  Print(precision, "step_with_digest_ms", digested * 1e3);
+  Print(precision, "digest_overhead_pct", (digested / plain - 1) * 100);
+  Print(precision, "hash_ms_per_step", digests.hash_seconds() / double(options.steps) * 1e3);
+
+  // The two halves of a digest on their own: the copy and the hash.
+  DMLP_ASSIGN_OR_RETURN(SnapshotBuffer buffer, backend->AllocateSnapshotBuffer());
+  const Clock::time_point copy_start = Clock::now();
+  for (int copy = 0; copy < 5; ++copy) {
+    DMLP_ASSIGN_OR_RETURN(SnapshotWaiter waiter, backend->BeginSnapshot(buffer.get()));
+    DMLP_RETURN_IF_ERROR(waiter());
+  }
+  const double gb = double(layout.image_bytes()) / 1e9;
+  Print(precision, "image_gb", gb);
+  Print(precision, "snapshot_copy_gb_per_s", 5 * gb / Seconds(copy_start));
+  const Clock::time_point hash_start = Clock::now();
+  const std::string digest = Sha256Hex(buffer.get(), layout.image_bytes());
+  (void)digest;  // computed for its time only
+  Print(precision, "sha256_gb_per_s", gb / Seconds(hash_start));
+  std::fprintf(stderr, "gpu_bench: %s fingerprint %s\n", precision.c_str(),
+               backend->Fingerprint().dump().c_str());
+  return rendezvous->Close();
+}
+
+int Main(int argc, char** argv) {
+  BenchOptions options;
+  CLI::App app{"gpu_bench: CUDA platform update time vs the cuBLAS floor, digest throughput"};
+  app.add_option("--features", options.model.features)->check(CLI::PositiveNumber);
+  app.add_option("--width", options.model.width)->check(CLI::PositiveNumber);
+  app.add_option("--layers", options.model.layers)->check(CLI::NonNegativeNumber);
+  app.add_option("--classes", options.model.classes)->check(CLI::PositiveNumber);
+  app.add_option("--batch", options.batch)->check(CLI::PositiveNumber);
+  app.add_option("--microbatches", options.microbatches)->check(CLI::PositiveNumber);
+  app.add_option("--data-shards", options.data_shards)->check(CLI::PositiveNumber);
+  app.add_option("--steps", options.steps, "timed logged steps")->check(CLI::PositiveNumber);
+  app.add_option("--precision", options.precision)->check(CLI::IsMember({"fp32", "tf32", "both"}));
+  CLI11_PARSE(app, argc, argv);
+  if (options.batch % options.data_shards != 0) {
+    std::fprintf(stderr, "gpu_bench: error: ENV_INVALID: --batch must be divisible by --data-shards\n");
+    return 2;
+  }
+  for (const char* name : {"fp32", "tf32"}) {
+    if (options.precision != "both" && options.precision != name) continue;
+    const Status status = BenchPrecision(
+        options, std::string(name) == "tf32" ? MatmulPrecision::kTf32 : MatmulPrecision::kFp32);
+    if (!status.ok()) {
+      std::fprintf(stderr, "gpu_bench: error: %s\n", status.ToString().c_str());
+      return 1;
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace dmlp
+
+int main(int argc, char** argv) { return dmlp::Main(argc, argv); }
