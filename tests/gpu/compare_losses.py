@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Compares the losses of the first N steps of two receipt files (rank-0.jsonl).
+
+Usage: compare_losses.py A.jsonl B.jsonl STEPS RELATIVE_TOLERANCE
+Prints `max_rel_diff=<x> steps=<n>` and exits 0 when every step's losses agree
+within the tolerance (|a - b| <= tol * |b|), 1 when not, 2 on unreadable input.
+"""
+import json
+import sys
+
+
+def losses(path, steps):
+    values = {}
+    with open(path, encoding="utf-8") as stream:
+        for line in stream:
+            record = json.loads(line)
+            values[record["step"]] = float(record["loss"])
+    missing = [step for step in range(1, steps + 1) if step not in values]
+    if missing:
+        raise ValueError(f"{path}: no receipt for step(s) {missing}")
+    return [values[step] for step in range(1, steps + 1)]
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    steps, tolerance = int(sys.argv[3]), float(sys.argv[4])
+    try:
+        first, second = losses(sys.argv[1], steps), losses(sys.argv[2], steps)
+    except (OSError, ValueError, KeyError) as error:
+        print(f"compare_losses.py: error: {error}", file=sys.stderr)
+        return 2
+    worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(first, second))
+    print(f"max_rel_diff={worst:.3g} steps={steps}")
+    for step, (a, b) in enumerate(zip(first, second), start=1):
+        print(f"  step {step}: {a!r} vs {b!r}", file=sys.stderr)
+    return 0 if worst <= tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
