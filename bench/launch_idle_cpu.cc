@@ -3,8 +3,9 @@
 // without reaping it (waitid WNOWAIT), then reads the zombie's /proc files:
 // its own CPU time (schedstat, nanoseconds; stat, clock ticks) and how often
 // it woke up. schedstat is also sampled at 1 s and S-1 s: the launcher's CPU
-// while every rank is up and asleep, startup and teardown excluded. A launcher with a polling interval wakes ~S/interval times; one
-// driven by signalfd+epoll wakes a few times per rank (spawn, SIGCHLD, EOF).
+// while every rank is up and asleep, startup and teardown excluded. A launcher with a polling
+// interval wakes ~S/interval times; one driven by signalfd+epoll wakes a few times per rank (spawn,
+// SIGCHLD, EOF).
 //
 //   launch_idle_cpu [--ranks N] [--seconds S] [--launcher PATH]
 #include <fcntl.h>
@@ -48,9 +49,12 @@ int main(int argc, char** argv) {
   std::string ranks = "8", seconds = "10";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--ranks") ranks = argv[i + 1];
-    else if (flag == "--seconds") seconds = argv[i + 1];
-    else if (flag == "--launcher") launcher = argv[i + 1];
+    if (flag == "--ranks")
+      ranks = argv[i + 1];
+    else if (flag == "--seconds")
+      seconds = argv[i + 1];
+    else if (flag == "--launcher")
+      launcher = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: launch_idle_cpu [--ranks N] [--seconds S] [--launcher PATH]\n");
       return 2;
@@ -66,7 +70,8 @@ int main(int argc, char** argv) {
     int dev_null = open("/dev/null", O_WRONLY);
     dup2(dev_null, STDOUT_FILENO);
     dup2(dev_null, STDERR_FILENO);
-    std::vector<const char*> args = {"dmlp-launch", "--nproc", ranks.c_str(), "--", "sleep", seconds.c_str(), nullptr};
+    std::vector<const char*> args = {"dmlp-launch", "--nproc",       ranks.c_str(), "--",
+                                     "sleep",       seconds.c_str(), nullptr};
     execv(launcher.c_str(), const_cast<char* const*>(args.data()));
     _exit(127);
   }
@@ -93,29 +98,35 @@ int main(int argc, char** argv) {
   struct rusage usage {};
   wait4(pid, &wait_status, 0, &usage);
   if (!stat || !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
-    std::fprintf(stderr, "launch_idle_cpu: dmlp-launch (%s) did not run the job cleanly (status %d)\n",
+    std::fprintf(stderr,
+                 "launch_idle_cpu: dmlp-launch (%s) did not run the job cleanly (status %d)\n",
                  launcher.c_str(), wait_status);
     return 1;
   }
   double tick = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
   double own = static_cast<double>(stat->utime_ticks + stat->stime_ticks) * tick;
-  double ranks_cpu = static_cast<double>(stat->children_utime_ticks + stat->children_stime_ticks) * tick;
+  double ranks_cpu =
+      static_cast<double>(stat->children_utime_ticks + stat->children_stime_ticks) * tick;
   double everything = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-  std::printf("launch_idle_cpu: dmlp-launch --nproc %s -- sleep %s\n", ranks.c_str(), seconds.c_str());
+  std::printf("launch_idle_cpu: dmlp-launch --nproc %s -- sleep %s\n", ranks.c_str(),
+              seconds.c_str());
   std::printf("  wall time                          %8.3f s\n", wall);
   std::printf("  launcher CPU, utime+stime          %8.3f s  (%ld+%ld ticks of %.0f ms)\n", own,
               stat->utime_ticks, stat->stime_ticks, tick * 1e3);
-  std::printf("  launcher CPU, schedstat            %8.3f ms\n", static_cast<double>(own_nanoseconds) * 1e-6);
+  std::printf("  launcher CPU, schedstat            %8.3f ms\n",
+              static_cast<double>(own_nanoseconds) * 1e-6);
   std::printf("  launcher CPU share of wall time    %8.4f %%\n",
               100.0 * static_cast<double>(own_nanoseconds) * 1e-9 / wall);
   if (window_start >= 0 && window_end >= 0)
-    std::printf("  launcher CPU while all ranks slept %8.3f ms  (%.0f s window, startup/teardown excluded)\n",
-                static_cast<double>(window_end - window_start) * 1e-6, total_seconds - 2);
-  std::printf("  launcher wake-ups (voluntary cs)   %8ld  (%.1f per second; involuntary %ld)\n", voluntary,
-              static_cast<double>(voluntary) / wall, involuntary);
-  std::printf("  ranks' CPU, cutime+cstime          %8.3f s  (%s processes exec'ing sleep)\n", ranks_cpu,
-              ranks.c_str());
+    std::printf(
+        "  launcher CPU while all ranks slept %8.3f ms  (%.0f s window, startup/teardown "
+        "excluded)\n",
+        static_cast<double>(window_end - window_start) * 1e-6, total_seconds - 2);
+  std::printf("  launcher wake-ups (voluntary cs)   %8ld  (%.1f per second; involuntary %ld)\n",
+              voluntary, static_cast<double>(voluntary) / wall, involuntary);
+  std::printf("  ranks' CPU, cutime+cstime          %8.3f s  (%s processes exec'ing sleep)\n",
+              ranks_cpu, ranks.c_str());
   std::printf("  launcher+ranks CPU, wait4 rusage   %8.3f s\n", everything);
   return 0;
 }

@@ -8,7 +8,9 @@
 
 namespace dmlp {
 
-const char* StreamName(StreamKind kind) { return kind == StreamKind::kStdout ? "stdout" : "stderr"; }
+const char* StreamName(StreamKind kind) {
+  return kind == StreamKind::kStdout ? "stdout" : "stderr";
+}
 
 bool WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {

@@ -55,7 +55,8 @@ Result<GroupWatchdog> GroupWatchdog::Start(const std::vector<pid_t>& groups,
     return Status::Error(kSpawnFailed, std::string("watchdog pipe2: ") + std::strerror(errno));
   UniqueFd watch_end(ends[0]), launcher_end(ends[1]);
   pid_t pid = fork();
-  if (pid < 0) return Status::Error(kSpawnFailed, std::string("watchdog fork: ") + std::strerror(errno));
+  if (pid < 0)
+    return Status::Error(kSpawnFailed, std::string("watchdog fork: ") + std::strerror(errno));
   if (pid == 0) {
     close(launcher_end.Release());  // the launcher must be the only writer, or EOF never comes
     Watch(watch_end.get(), groups, inherited_fds);

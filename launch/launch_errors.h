@@ -11,7 +11,7 @@
 
 namespace dmlp {
 
-inline constexpr char kUsage[] = "USAGE";                  // unknown option, missing value
+inline constexpr char kUsage[] = "USAGE";                   // unknown option, missing value
 inline constexpr char kOptionInvalid[] = "OPTION_INVALID";  // --grace=x, --nnodes=0 ...
 inline constexpr char kConfigInvalid[] = "CONFIG_INVALID";  // options that contradict each other
 inline constexpr char kLogDirFailed[] = "LOG_DIR_FAILED";   // --log-dir cannot be created/written

@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
     std::cout << *parsed->print_and_exit << std::flush;
     return 0;
   }
-  dmlp::Result<dmlp::LaunchConfig> config =
-      dmlp::ResolveConfig(parsed->options, dmlp::Environment::FromProcess(), dmlp::DefaultCommand());
+  dmlp::Result<dmlp::LaunchConfig> config = dmlp::ResolveConfig(
+      parsed->options, dmlp::Environment::FromProcess(), dmlp::DefaultCommand());
   if (!config.ok()) return Fail(config.status());
   dmlp::FdConsole console(STDOUT_FILENO, STDERR_FILENO);
   dmlp::Result<dmlp::JobReport> report = dmlp::RunJob(*config, console);

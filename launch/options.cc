@@ -1,7 +1,6 @@
 #include "launch/options.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <sstream>
@@ -33,8 +32,9 @@ Result<double> GraceSeconds(const std::string& text) {
   if (!value.ok())
     return Status::Error(kOptionInvalid, "--grace='" + text + "' is not a number of seconds");
   if (*value < 0 || *value > kMaxGraceSeconds)
-    return Status::Error(kOptionInvalid, "--grace='" + text + "' must be between 0 and " +
-                                             std::to_string(static_cast<int64_t>(kMaxGraceSeconds)));
+    return Status::Error(kOptionInvalid,
+                         "--grace='" + text + "' must be between 0 and " +
+                             std::to_string(static_cast<int64_t>(kMaxGraceSeconds)));
   return value;
 }
 
@@ -50,8 +50,9 @@ class UsageFormatter : public CLI::Formatter {
 
 bool RankFilter::Shows(int64_t rank) const {
   if (all_) return true;
-  return std::any_of(ranges_.begin(), ranges_.end(),
-                     [rank](const auto& range) { return range.first <= rank && rank <= range.second; });
+  return std::any_of(ranges_.begin(), ranges_.end(), [rank](const auto& range) {
+    return range.first <= rank && rank <= range.second;
+  });
 }
 
 int64_t RankFilter::MaxRankNamed() const {
@@ -96,7 +97,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ->type_name("SECONDS");
   app.add_option("--log-dir", log_dir, "Also keep raw rank-R.stdout / rank-R.stderr files here")
       ->type_name("DIR");
-  app.add_option("--nnodes", options.nnodes, "Number of launchers (hosts) sharing the world (default 1)")
+  app.add_option("--nnodes", options.nnodes,
+                 "Number of launchers (hosts) sharing the world (default 1)")
       ->type_name("K");
   app.add_option("--node-rank", options.node_rank,
                  "This launcher's index 0..K-1; it starts ranks J*N/K .. (J+1)*N/K-1 (default 0)")
@@ -163,7 +165,8 @@ Result<LaunchConfig> ResolveConfig(const LaunchOptions& options, const Environme
     if (config.shown_ranks.MaxRankNamed() >= world_size)
       return Status::Error(kOptionInvalid, "--show-ranks names rank " +
                                                std::to_string(config.shown_ranks.MaxRankNamed()) +
-                                               " but NUM_PROCESSES is " + std::to_string(world_size));
+                                               " but NUM_PROCESSES is " +
+                                               std::to_string(world_size));
   }
   if (options.log_dir) {
     if (options.log_dir->empty()) return Status::Error(kOptionInvalid, "--log-dir is empty");

@@ -21,11 +21,11 @@ namespace dmlp {
 
 /// Options exactly as given on the command line.
 struct LaunchOptions {
-  std::optional<std::string> nproc;       // --nproc N: world size; overrides NUM_PROCESSES
-  std::string grace = "30";               // --grace SECONDS: SIGTERM -> SIGKILL delay; 0 kills at once
-  std::optional<std::string> log_dir;     // --log-dir DIR: raw rank-R.stdout / rank-R.stderr files
-  std::string nnodes = "1";               // --nnodes K: launchers (hosts) sharing the world
-  std::string node_rank = "0";            // --node-rank J: which one this is, 0..K-1
+  std::optional<std::string> nproc;    // --nproc N: world size; overrides NUM_PROCESSES
+  std::string grace = "30";            // --grace SECONDS: SIGTERM -> SIGKILL delay; 0 kills at once
+  std::optional<std::string> log_dir;  // --log-dir DIR: raw rank-R.stdout / rank-R.stderr files
+  std::string nnodes = "1";            // --nnodes K: launchers (hosts) sharing the world
+  std::string node_rank = "0";         // --node-rank J: which one this is, 0..K-1
   std::optional<std::string> show_ranks;  // --show-ranks LIST: ranks shown on the console
   std::vector<std::string> command;       // COMMAND ARGS...; empty means dmlp-train beside us
 };
@@ -54,16 +54,16 @@ class RankFilter {
 
 /// Everything the supervisor needs, validated.
 struct LaunchConfig {
-  int world_size = 1;         // NUM_PROCESSES over all nodes
+  int world_size = 1;  // NUM_PROCESSES over all nodes
   int nnodes = 1;
   int node_rank = 0;
-  int first_rank = 0;         // global rank of this node's LOCAL_RANK 0
-  int local_rank_count = 1;   // ranks started here
+  int first_rank = 0;        // global rank of this node's LOCAL_RANK 0
+  int local_rank_count = 1;  // ranks started here
   double grace_seconds = 30;
-  std::string log_dir;        // empty: no log files
+  std::string log_dir;  // empty: no log files
   RankFilter shown_ranks;
   std::vector<std::string> command;  // argv of every rank; command[0] as typed or the default
-  Environment environment;    // what ranks inherit, before PROCESS_ID / LOCAL_RANK
+  Environment environment;           // what ranks inherit, before PROCESS_ID / LOCAL_RANK
 };
 
 /// Most ranks one launcher starts (each holds two pipes and maybe two log files).

@@ -19,8 +19,8 @@ struct ProcStat {
   char state = '?';  // R, S, D, T, Z ...
   pid_t ppid = 0;
   pid_t pgrp = 0;
-  long utime_ticks = 0;  // user CPU time, clock ticks
-  long stime_ticks = 0;  // system CPU time, clock ticks
+  long utime_ticks = 0;           // user CPU time, clock ticks
+  long stime_ticks = 0;           // system CPU time, clock ticks
   long children_utime_ticks = 0;  // of reaped children, clock ticks
   long children_stime_ticks = 0;
 };

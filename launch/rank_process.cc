@@ -16,7 +16,7 @@ namespace {
 
 // What the child writes to the report pipe when it cannot reach exec.
 struct ChildFailure {
-  int step;  // which setup step failed
+  int step;   // which setup step failed
   int error;  // its errno
 };
 enum ChildStep : int { kStepSetpgid = 1, kStepDup = 2, kStepExec = 3 };
@@ -66,7 +66,8 @@ bool MoveFd(int from, int target) {
 Status ExecFailure(const RankLaunch& launch, const ChildFailure& failure) {
   std::string what = launch.executable + ": " + std::strerror(failure.error);
   if (failure.step == kStepExec && failure.error == ENOENT)
-    return Status::Error(kCommandNotFound, what + " (exec failed; a missing #! interpreter reads the same)");
+    return Status::Error(kCommandNotFound,
+                         what + " (exec failed; a missing #! interpreter reads the same)");
   if (failure.step == kStepExec) return Status::Error(kCommandNotExecutable, what);
   return Status::Error(kSpawnFailed, "rank " + std::to_string(launch.rank) + " setup step " +
                                          std::to_string(failure.step) + ": " +
@@ -93,7 +94,8 @@ Result<SpawnedRank> SpawnRank(const RankLaunch& launch) {
   std::vector<char*> argv, envp;
   for (const std::string& arg : launch.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  for (const std::string& entry : launch.environment) envp.push_back(const_cast<char*>(entry.c_str()));
+  for (const std::string& entry : launch.environment)
+    envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
 
   int out[2], err[2], report[2];
@@ -104,12 +106,15 @@ Result<SpawnedRank> SpawnRank(const RankLaunch& launch) {
   if (pipe2(report, O_CLOEXEC) != 0) return PipeError("pipe2");
   UniqueFd report_read(report[0]), report_write(report[1]);
   // Only the launcher's ends are non-blocking; the rank gets ordinary blocking pipes.
-  if (fcntl(out_read.get(), F_SETFL, O_NONBLOCK) != 0 || fcntl(err_read.get(), F_SETFL, O_NONBLOCK) != 0)
+  if (fcntl(out_read.get(), F_SETFL, O_NONBLOCK) != 0 ||
+      fcntl(err_read.get(), F_SETFL, O_NONBLOCK) != 0)
     return PipeError("fcntl");
 
   pid_t pid = fork();
   if (pid < 0) return PipeError("fork");
-  if (pid == 0) RunChild(launch, argv.data(), envp.data(), out_write.get(), err_write.get(), report_write.get());
+  if (pid == 0)
+    RunChild(launch, argv.data(), envp.data(), out_write.get(), err_write.get(),
+             report_write.get());
   // Both sides call setpgid so the group exists whichever runs first; EACCES
   // here only means the child already exec'd (and so already did it itself).
   setpgid(pid, pid);

@@ -27,18 +27,18 @@
 namespace dmlp {
 
 struct RankLaunch {
-  int rank = 0;        // global: PROCESS_ID
-  int local_rank = 0;  // on this node: LOCAL_RANK
-  std::string executable;          // resolved path, exec'd as is
-  std::vector<std::string> argv;   // argv[0] as the user typed it
-  std::vector<std::string> environment;  // "NAME=value" entries
-  int dev_null_fd = -1;                  // opened once by the launcher, read-only
-  pid_t launcher_pid = 0;                // getpid() before the fork
+  int rank = 0;                                    // global: PROCESS_ID
+  int local_rank = 0;                              // on this node: LOCAL_RANK
+  std::string executable;                          // resolved path, exec'd as is
+  std::vector<std::string> argv;                   // argv[0] as the user typed it
+  std::vector<std::string> environment;            // "NAME=value" entries
+  int dev_null_fd = -1;                            // opened once by the launcher, read-only
+  pid_t launcher_pid = 0;                          // getpid() before the fork
   const struct rlimit* open_file_limit = nullptr;  // restored in the child when set
 };
 
 struct SpawnedRank {
-  pid_t pid = 0;  // also the rank's process group id
+  pid_t pid = 0;         // also the rank's process group id
   UniqueFd stdout_read;  // non-blocking read ends
   UniqueFd stderr_read;
 };

@@ -28,37 +28,32 @@ bool RankStream::ReadOnce() {
     got = read(pipe_.get(), buffer, sizeof(buffer));
   } while (got < 0 && errno == EINTR);
   if (got < 0 && errno == EAGAIN) return true;
-  if (got <= 0) {  // EOF, or a read error that no retry would fix
-    Close();
-    return false;
-  }
+  if (got <= 0) return false;  // EOF, or a read error that no retry would fix
   Deliver(buffer, static_cast<size_t>(got));
   return true;
 }
 
-void RankStream::ReadAvailable(size_t max_bytes) {
-  // ReadOnce returns true on EAGAIN too; stop when a read brings nothing new.
+bool RankStream::ReadAvailable(size_t max_bytes) {
   size_t total = 0;
   while (pipe_.valid() && total < max_bytes) {
     char buffer[kReadBytes];
     ssize_t got = read(pipe_.get(), buffer, sizeof(buffer));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0 && errno == EAGAIN) return;
-    if (got <= 0) {
-      Close();
-      return;
-    }
+    if (got < 0 && errno == EAGAIN) return true;  // drained for now; a writer is still there
+    if (got <= 0) return false;
     Deliver(buffer, static_cast<size_t>(got));
     total += static_cast<size_t>(got);
   }
+  return pipe_.valid();
 }
 
 void RankStream::Deliver(const char* data, size_t size) {
   if (log_file_.valid()) {
     std::string_view rest(data, size);
     if (!WriteAll(log_file_.get(), rest)) {
+      int error = errno;
       console_.Notice("rank " + std::to_string(rank_) + " " + StreamName(kind_) +
-                      " log: write failed (" + std::strerror(errno) + "); log file is incomplete");
+                      " log: write failed (" + std::strerror(error) + "); log file is incomplete");
       log_file_.Reset();
     }
   }

@@ -29,12 +29,14 @@ class RankStream {
   int rank() const { return rank_; }
   StreamKind kind() const { return kind_; }
   /// One read of up to 64 KiB (one per readiness event keeps chatty ranks from
-  /// starving the others). Returns false once the stream has ended and closed.
+  /// starving the others). Returns false at the end of the stream; the caller
+  /// then calls Close() (after taking the descriptor out of its epoll set).
   bool ReadOnce();
-  /// Reads until the pipe is empty or ends, at most `max_bytes` (a rank that
-  /// just exited: its last words come before the launcher's verdict).
-  void ReadAvailable(size_t max_bytes);
-  /// Shows the unfinished last line and closes the pipe.
+  /// Reads until the pipe is empty, at most `max_bytes` (a rank that just
+  /// exited: its last words come before the launcher's verdict). Returns false
+  /// at the end of the stream, as ReadOnce.
+  bool ReadAvailable(size_t max_bytes);
+  /// Shows the unfinished last line and closes the pipe and the log file.
   void Close();
   /// The last lines of a hidden stream (prefixed); empty for a shown one.
   const std::deque<std::string>& hidden_tail() const { return hidden_tail_; }

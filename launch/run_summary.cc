@@ -22,7 +22,8 @@ std::string DescribeEnding(const JobReport& report, const RankReport& rank) {
     case RankEnding::kAfterStopSignal:
       return "torn down by " + SignalName(rank.stop_signal) + " (" + rank.status.ToString() + ")";
     case RankEnding::kAfterKill:
-      if (rank.status == ExitStatus::Signaled(SIGKILL)) return "killed by SIGKILL " + KillReason(report);
+      if (rank.status == ExitStatus::Signaled(SIGKILL))
+        return "killed by SIGKILL " + KillReason(report);
       return rank.status.ToString() + " after SIGKILL was sent " + KillReason(report);
     case RankEnding::kNotReaped:
       return "still alive after SIGKILL (" + ProcessStateName(rank.stuck_state) + ")";
@@ -43,7 +44,8 @@ std::string RankLine(const JobReport& report, const RankReport& rank) {
 int JobReport::ExitCode() const {
   switch (cause) {
     case JobCause::kAllSucceeded: return 0;
-    case JobCause::kRankFailed: return ranks.at(static_cast<size_t>(failed_index)).status.ShellCode();
+    case JobCause::kRankFailed:
+      return ranks.at(static_cast<size_t>(failed_index)).status.ShellCode();
     case JobCause::kLauncherSignal: return 128 + launcher_signal;
   }
   return 125;
@@ -66,13 +68,14 @@ std::vector<std::string> SummaryLines(const JobReport& report) {
     whose += " of this node (of " + std::to_string(report.world_size) + ")";
   switch (report.cause) {
     case JobCause::kAllSucceeded:
-      lines.push_back("all " + whose + " exited with code 0 in " + FormatSeconds(report.elapsed_seconds));
+      lines.push_back("all " + whose + " exited with code 0 in " +
+                      FormatSeconds(report.elapsed_seconds));
       break;
     case JobCause::kRankFailed: {
       const RankReport& failed = report.ranks.at(static_cast<size_t>(report.failed_index));
-      lines.push_back("rank " + std::to_string(failed.rank) + " failed first: " +
-                      failed.status.ToString() + " at " + FormatSeconds(failed.end_seconds) +
-                      " (pid " + std::to_string(failed.pid) + ")");
+      lines.push_back(
+          "rank " + std::to_string(failed.rank) + " failed first: " + failed.status.ToString() +
+          " at " + FormatSeconds(failed.end_seconds) + " (pid " + std::to_string(failed.pid) + ")");
       break;
     }
     case JobCause::kLauncherSignal: {
@@ -84,7 +87,8 @@ std::vector<std::string> SummaryLines(const JobReport& report) {
   }
   if (report.cause != JobCause::kAllSucceeded) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
-      if (static_cast<int>(i) != report.failed_index) lines.push_back(RankLine(report, report.ranks[i]));
+      if (static_cast<int>(i) != report.failed_index)
+        lines.push_back(RankLine(report, report.ranks[i]));
     }
   }
   for (const std::string& note : report.notes) lines.push_back(note);

@@ -28,11 +28,11 @@ struct RankReport {
   int rank = 0;
   int local_rank = 0;
   pid_t pid = 0;
-  ExitStatus status;          // meaningful once ending is neither kRunning nor kNotReaped
+  ExitStatus status;  // meaningful once ending is neither kRunning nor kNotReaped
   RankEnding ending = RankEnding::kRunning;
-  double end_seconds = 0;     // since the launch started (monotonic clock)
-  int stop_signal = 0;        // the first signal the launcher sent it (SIGTERM, a forwarded SIGINT)
-  char stuck_state = 0;       // /proc state of a rank that was not reaped
+  double end_seconds = 0;  // since the launch started (monotonic clock)
+  int stop_signal = 0;     // the first signal the launcher sent it (SIGTERM, a forwarded SIGINT)
+  char stuck_state = 0;    // /proc state of a rank that was not reaped
 };
 
 enum class JobCause {
@@ -43,9 +43,9 @@ enum class JobCause {
 
 struct JobReport {
   JobCause cause = JobCause::kAllSucceeded;
-  int failed_index = -1;      // index into ranks of the first failure
-  int launcher_signal = 0;    // for kLauncherSignal
-  pid_t signal_sender = 0;    // its sender, 0 when unknown
+  int failed_index = -1;        // index into ranks of the first failure
+  int launcher_signal = 0;      // for kLauncherSignal
+  pid_t signal_sender = 0;      // its sender, 0 when unknown
   bool killed_at_once = false;  // a second signal asked for SIGKILL without grace
   double grace_seconds = 0;
   double elapsed_seconds = 0;

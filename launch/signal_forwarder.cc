@@ -53,9 +53,11 @@ Result<std::vector<ReceivedSignal>> SignalForwarder::ReadPending() {
     ssize_t got = read(fd_.get(), records, sizeof(records));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0 && errno == EAGAIN) break;
-    if (got < 0) return Status::Error(kInternal, std::string("read signalfd: ") + std::strerror(errno));
+    if (got < 0)
+      return Status::Error(kInternal, std::string("read signalfd: ") + std::strerror(errno));
     for (size_t i = 0; i < static_cast<size_t>(got) / sizeof(records[0]); ++i)
-      received.push_back({static_cast<int>(records[i].ssi_signo), static_cast<pid_t>(records[i].ssi_pid)});
+      received.push_back(
+          {static_cast<int>(records[i].ssi_signo), static_cast<pid_t>(records[i].ssi_pid)});
   }
   return received;
 }

@@ -79,7 +79,8 @@ Status Supervisor::Start() {
   EnsureStandardFds();
   DMLP_ASSIGN_OR_RETURN(signals_, SignalForwarder::Create(std::vector<int>(
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
   DMLP_ASSIGN_OR_RETURN(std::string executable,
                         ResolveExecutable(config_.command.front(), config_.environment));
   if (!config_.log_dir.empty()) {
@@ -148,10 +149,12 @@ Status Supervisor::SpawnAll(const std::string& executable) {
     rank.report.local_rank = local;
     rank.report.pid = spawned.pid;
     bool shown = config_.shown_ranks.Shows(global);
-    rank.out = std::make_unique<RankStream>(global, StreamKind::kStdout, std::move(spawned.stdout_read),
-                                            std::move(out_log), console_, shown);
-    rank.err = std::make_unique<RankStream>(global, StreamKind::kStderr, std::move(spawned.stderr_read),
-                                            std::move(err_log), console_, shown);
+    rank.out =
+        std::make_unique<RankStream>(global, StreamKind::kStdout, std::move(spawned.stdout_read),
+                                     std::move(out_log), console_, shown);
+    rank.err =
+        std::make_unique<RankStream>(global, StreamKind::kStderr, std::move(spawned.stderr_read),
+                                     std::move(err_log), console_, shown);
     ranks_.push_back(std::move(rank));
     for (RankStream* stream : {ranks_.back().out.get(), ranks_.back().err.get()}) {
       epoll_event event{};
@@ -249,8 +252,7 @@ void Supervisor::OnRankExit(Rank& rank, ExitStatus status, Clock::time_point whe
   }
   // Its last words (an error message, usually) come before the verdict.
   for (RankStream* stream : {rank.out.get(), rank.err.get()}) {
-    stream->ReadAvailable(kLastWordsBytes);
-    if (!stream->open()) CloseStream(*stream);
+    if (!stream->ReadAvailable(kLastWordsBytes)) CloseStream(*stream);
   }
   if (status.success() || cause_.has_value()) return;
   cause_ = JobCause::kRankFailed;
@@ -277,7 +279,8 @@ void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
     cause_ = JobCause::kLauncherSignal;
     launcher_signal_ = received.signal;
     signal_sender_ = received.sender_pid;
-    std::string from = received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
+    std::string from =
+        received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
     console_.Notice("received " + name + from + "; send it again to kill at once");
     BeginStop(received.signal);
   } else if (phase_ == Phase::kStopping || phase_ == Phase::kRunning) {
@@ -288,7 +291,8 @@ void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
 }
 
 int Supervisor::RunningCount() const {
-  return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; }));
+  return static_cast<int>(
+      std::count_if(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; }));
 }
 
 std::vector<pid_t> Supervisor::LiveGroups() const {

@@ -61,7 +61,8 @@ void Supervisor::KillAll(const std::string& why) {
   std::vector<pid_t> groups = LiveGroups();
   if (groups.empty()) return;
   SignalRanks(SIGKILL, groups);
-  console_.Notice("SIGKILL sent to " + std::to_string(groups.size()) + " rank process group(s): " + why);
+  console_.Notice("SIGKILL sent to " + std::to_string(groups.size()) +
+                  " rank process group(s): " + why);
 }
 
 void Supervisor::NoteLeftovers(const std::vector<pid_t>& groups) {
@@ -69,7 +70,8 @@ void Supervisor::NoteLeftovers(const std::vector<pid_t>& groups) {
     std::string members;
     for (const ProcStat& member : ProcessGroupMembers(group))
       members += (members.empty() ? "" : ", ") + std::to_string(member.pid) + " " + member.comm;
-    auto rank = std::find_if(ranks_.begin(), ranks_.end(), [group](const Rank& r) { return r.report.pid == group; });
+    auto rank = std::find_if(ranks_.begin(), ranks_.end(),
+                             [group](const Rank& r) { return r.report.pid == group; });
     // Said now rather than in the summary: stopping them may take the grace period.
     console_.Notice("rank " + std::to_string(rank->report.rank) +
                     " exited but left processes in its group (" + members + "); stopping them");
@@ -85,9 +87,10 @@ void Supervisor::RecordStuck() {
   }
   for (pid_t group : LiveGroups()) {
     for (const ProcStat& member : ProcessGroupMembers(group)) {
-      std::string note = "pid " + std::to_string(member.pid) + " (" + member.comm + ") in the group of pid " +
-                         std::to_string(group) + " is still alive " + std::to_string(kReapAfterKill.count()) +
-                         " s after SIGKILL: " + ProcessStateName(member.state) + " (" + member.state + ")";
+      std::string note =
+          "pid " + std::to_string(member.pid) + " (" + member.comm + ") in the group of pid " +
+          std::to_string(group) + " is still alive " + std::to_string(kReapAfterKill.count()) +
+          " s after SIGKILL: " + ProcessStateName(member.state) + " (" + member.state + ")";
       console_.Notice(note);
       notes_.push_back(note);
     }
@@ -128,8 +131,7 @@ void Supervisor::Advance() {
       }
       break;
     case Phase::kDraining:
-    case Phase::kDone:
-      break;
+    case Phase::kDone: break;
   }
   if (phase_ != Phase::kDraining) return;
   if (AllStreamsClosed()) {
@@ -138,8 +140,9 @@ void Supervisor::Advance() {
     for (Rank& rank : ranks_) {
       for (RankStream* stream : {rank.out.get(), rank.err.get()}) {
         if (!stream->open()) continue;
-        notes_.push_back("rank " + std::to_string(rank.report.rank) + " " + StreamName(stream->kind()) +
-                         " was still open " + FormatSeconds(std::chrono::duration<double>(kDrainLimit).count()) +
+        notes_.push_back("rank " + std::to_string(rank.report.rank) + " " +
+                         StreamName(stream->kind()) + " was still open " +
+                         FormatSeconds(std::chrono::duration<double>(kDrainLimit).count()) +
                          " after its process group ended (held by a process that left the group)");
         CloseStream(*stream);
       }

@@ -39,7 +39,8 @@ TEST_F(CommandPathTest, SearchesPathLikeExecvp) {
 
 TEST_F(CommandPathTest, NotExecutableIsNotNotFound) {
   Result<std::string> plain = ResolveExecutable("plain", Path());
-  EXPECT_EQ(plain.status().ToString(), "COMMAND_NOT_EXECUTABLE: " + dir_ + "/a/plain: Permission denied");
+  EXPECT_EQ(plain.status().ToString(),
+            "COMMAND_NOT_EXECUTABLE: " + dir_ + "/a/plain: Permission denied");
   Result<std::string> direct = ResolveExecutable(dir_ + "/a/plain", Path());
   EXPECT_EQ(direct.status().code(), "COMMAND_NOT_EXECUTABLE");
 }

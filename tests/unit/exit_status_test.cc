@@ -41,7 +41,8 @@ TEST(ExitStatus, Success) {
   EXPECT_FALSE(ExitStatus::Signaled(SIGTERM).success());
   EXPECT_EQ(ExitStatus::Exited(0).ShellCode(), 0);
   EXPECT_EQ(ExitStatus::Signaled(SIGSEGV).ShellCode(), 139);
-  EXPECT_EQ(ExitStatus::Signaled(SIGSEGV, true).ToString(), "killed by signal SIGSEGV (core dumped)");
+  EXPECT_EQ(ExitStatus::Signaled(SIGSEGV, true).ToString(),
+            "killed by signal SIGSEGV (core dumped)");
 }
 
 TEST(ExitStatus, DecodesRealWaitStatuses) {

@@ -14,13 +14,15 @@ Result<CommandLine> Parse(std::vector<const char*> args) {
   return ParseCommandLine(static_cast<int>(args.size()), args.data());
 }
 
-Result<LaunchConfig> Resolve(std::vector<const char*> args, Environment::Map env = {{"NUM_PROCESSES", "4"}}) {
+Result<LaunchConfig> Resolve(std::vector<const char*> args,
+                             Environment::Map env = {{"NUM_PROCESSES", "4"}}) {
   Result<CommandLine> parsed = Parse(std::move(args));
   EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
   return ResolveConfig(parsed->options, Environment(std::move(env)), "/opt/dmlp/bin/dmlp-train");
 }
 
-std::string ErrorOf(std::vector<const char*> args, Environment::Map env = {{"NUM_PROCESSES", "4"}}) {
+std::string ErrorOf(std::vector<const char*> args,
+                    Environment::Map env = {{"NUM_PROCESSES", "4"}}) {
   Result<LaunchConfig> config = Resolve(std::move(args), std::move(env));
   return config.ok() ? "OK" : config.status().ToString();
 }
@@ -39,7 +41,8 @@ TEST(LaunchOptions, DefaultsComeFromTheEnvironmentAndTheDefaultCommand) {
 }
 
 TEST(LaunchOptions, CommandAndItsOwnOptionsAreLeftAlone) {
-  Result<LaunchConfig> config = Resolve({"--grace", "1.5", "python3", "-u", "train.py", "--nproc", "9"});
+  Result<LaunchConfig> config =
+      Resolve({"--grace", "1.5", "python3", "-u", "train.py", "--nproc", "9"});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->grace_seconds, 1.5);
   EXPECT_EQ(config->world_size, 4);
@@ -64,11 +67,15 @@ TEST(LaunchOptions, NprocOverridesAndIsPassedToRanks) {
 TEST(LaunchOptions, NumProcessesIsStrict) {
   EXPECT_EQ(ErrorOf({}, {}), "ENV_MISSING: NUM_PROCESSES");
   EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", ""}}), "ENV_EMPTY: NUM_PROCESSES");
-  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "two"}}), "ENV_INVALID: NUM_PROCESSES='two' is not an integer");
+  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "two"}}),
+            "ENV_INVALID: NUM_PROCESSES='two' is not an integer");
   EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "0"}}), "ENV_INVALID: NUM_PROCESSES='0' must be >= 1");
-  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "-1"}}), "ENV_INVALID: NUM_PROCESSES='-1' is not an integer");
-  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "4x"}}), "ENV_INVALID: NUM_PROCESSES='4x' is not an integer");
-  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", " 4"}}), "ENV_INVALID: NUM_PROCESSES=' 4' is not an integer");
+  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "-1"}}),
+            "ENV_INVALID: NUM_PROCESSES='-1' is not an integer");
+  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "4x"}}),
+            "ENV_INVALID: NUM_PROCESSES='4x' is not an integer");
+  EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", " 4"}}),
+            "ENV_INVALID: NUM_PROCESSES=' 4' is not an integer");
   EXPECT_EQ(ErrorOf({}, {{"NUM_PROCESSES", "99999999999999999999"}}),
             "ENV_INVALID: NUM_PROCESSES='99999999999999999999' is out of range");
 }
@@ -76,9 +83,12 @@ TEST(LaunchOptions, NumProcessesIsStrict) {
 TEST(LaunchOptions, OptionValuesAreStrict) {
   EXPECT_EQ(ErrorOf({"--nproc", "0x10"}), "OPTION_INVALID: --nproc='0x10' is not an integer");
   EXPECT_EQ(ErrorOf({"--nproc", "0"}), "OPTION_INVALID: --nproc='0' must be >= 1");
-  EXPECT_EQ(ErrorOf({"--grace", "soon"}), "OPTION_INVALID: --grace='soon' is not a number of seconds");
-  EXPECT_EQ(ErrorOf({"--grace", "-1"}), "OPTION_INVALID: --grace='-1' must be between 0 and 604800");
-  EXPECT_EQ(ErrorOf({"--grace", "inf"}), "OPTION_INVALID: --grace='inf' is not a number of seconds");
+  EXPECT_EQ(ErrorOf({"--grace", "soon"}),
+            "OPTION_INVALID: --grace='soon' is not a number of seconds");
+  EXPECT_EQ(ErrorOf({"--grace", "-1"}),
+            "OPTION_INVALID: --grace='-1' must be between 0 and 604800");
+  EXPECT_EQ(ErrorOf({"--grace", "inf"}),
+            "OPTION_INVALID: --grace='inf' is not a number of seconds");
   EXPECT_EQ(ErrorOf({"--grace", "0"}), "OK");
   EXPECT_EQ(ErrorOf({"--nnodes", "0"}), "OPTION_INVALID: --nnodes='0' must be >= 1");
   EXPECT_EQ(ErrorOf({"--log-dir", ""}), "OPTION_INVALID: --log-dir is empty");
@@ -88,7 +98,8 @@ TEST(LaunchOptions, UnknownOptionsAndMissingValuesAreUsageErrors) {
   Result<CommandLine> unknown = Parse({"--bogus", "cmd"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), "USAGE");
-  EXPECT_EQ(unknown.status().detail(), "unknown option --bogus (put -- before a COMMAND that starts with '-')");
+  EXPECT_EQ(unknown.status().detail(),
+            "unknown option --bogus (put -- before a COMMAND that starts with '-')");
   Result<CommandLine> missing = Parse({"--grace"});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), "USAGE");
@@ -112,11 +123,14 @@ TEST(LaunchOptions, NodesSplitTheWorld) {
   EXPECT_EQ(second->first_rank, 2);
   EXPECT_EQ(second->local_rank_count, 2);
   EXPECT_EQ(second->world_size, 4);
-  EXPECT_EQ(ErrorOf({"--nnodes", "3"}), "CONFIG_INVALID: --nnodes 3 does not divide NUM_PROCESSES 4");
+  EXPECT_EQ(ErrorOf({"--nnodes", "3"}),
+            "CONFIG_INVALID: --nnodes 3 does not divide NUM_PROCESSES 4");
   EXPECT_EQ(ErrorOf({"--nnodes", "2", "--node-rank", "2"}),
             "CONFIG_INVALID: --node-rank 2 must be below --nnodes 2");
-  EXPECT_EQ(ErrorOf({"--node-rank", "1"}), "CONFIG_INVALID: --node-rank 1 must be below --nnodes 1");
-  EXPECT_EQ(ErrorOf({"--nproc", "5000"}), "CONFIG_INVALID: 5000 ranks on one node; dmlp-launch starts at most 4096");
+  EXPECT_EQ(ErrorOf({"--node-rank", "1"}),
+            "CONFIG_INVALID: --node-rank 1 must be below --nnodes 1");
+  EXPECT_EQ(ErrorOf({"--nproc", "5000"}),
+            "CONFIG_INVALID: 5000 ranks on one node; dmlp-launch starts at most 4096");
   EXPECT_EQ(ErrorOf({"--nproc", "8000", "--nnodes", "2"}), "OK");
 }
 
@@ -131,7 +145,8 @@ TEST(RankFilter, ParsesListsAndRanges) {
   EXPECT_FALSE(ParseRankFilter("none")->Shows(0));
   for (const char* bad : {"", "1,", "a", "3-1", "-1", "1-", "1--2", "+1"})
     EXPECT_EQ(ParseRankFilter(bad).status().code(), "OPTION_INVALID") << bad;
-  EXPECT_EQ(ErrorOf({"--show-ranks", "4"}), "OPTION_INVALID: --show-ranks names rank 4 but NUM_PROCESSES is 4");
+  EXPECT_EQ(ErrorOf({"--show-ranks", "4"}),
+            "OPTION_INVALID: --show-ranks names rank 4 but NUM_PROCESSES is 4");
 }
 
 TEST(LaunchErrors, ExitCodes) {

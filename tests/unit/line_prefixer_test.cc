@@ -48,7 +48,8 @@ TEST(LinePrefixer, EmptyLinesAndEmptyPiecesSurvive) {
 TEST(LinePrefixer, SameOutputWhereverTheStreamIsCut) {
   const std::string text = "first line\n\nthird: with \r carriage\nlast without newline";
   const std::string expected =
-      "[rank 3] first line\n[rank 3] \n[rank 3] third: with \r carriage\n[rank 3] last without newline\n";
+      "[rank 3] first line\n[rank 3] \n[rank 3] third: with \r carriage\n[rank 3] last without "
+      "newline\n";
   // Every single cut and every pair of cuts.
   for (size_t a = 0; a <= text.size(); ++a) {
     EXPECT_EQ(FeedInPieces(text, {a}), expected) << "cut at " << a;
@@ -69,7 +70,8 @@ TEST(LinePrefixer, NulBytesPassThrough) {
 TEST(LinePrefixer, OverlongLineIsCutTheSameWhereverTheStreamIsCut) {
   const std::string text = "abcdefg\nxy\nabcdef\nabc";
   const std::string expected =
-      "[rank 3] abc\n[rank 3] def\n[rank 3] g\n[rank 3] xy\n[rank 3] abc\n[rank 3] def\n[rank 3] abc\n";
+      "[rank 3] abc\n[rank 3] def\n[rank 3] g\n[rank 3] xy\n[rank 3] abc\n[rank 3] def\n[rank 3] "
+      "abc\n";
   for (size_t a = 0; a <= text.size(); ++a) {
     for (size_t b = a; b <= text.size(); ++b)
       ASSERT_EQ(FeedInPieces(text, {a, b}, 3), expected) << "cuts at " << a << "," << b;

@@ -25,7 +25,8 @@ TEST(ProcStat, RejectsDamagedText) {
   EXPECT_FALSE(ParseProcStat("").has_value());
   EXPECT_FALSE(ParseProcStat("12 (cut").has_value());
   EXPECT_FALSE(ParseProcStat("12 (x) S 1 2").has_value());  // truncated
-  EXPECT_FALSE(ParseProcStat("12 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13").has_value());  // no cutime/cstime
+  EXPECT_FALSE(
+      ParseProcStat("12 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13").has_value());  // no cutime/cstime
   EXPECT_FALSE(ParseProcStat("12 (x) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15").has_value());
 }
 
@@ -37,7 +38,8 @@ TEST(ProcStat, ReadsItself) {
   EXPECT_EQ(self->pgrp, getpgrp());
   EXPECT_EQ(self->state, 'R');
   bool found = false;
-  for (const ProcStat& member : ProcessGroupMembers(getpgrp())) found = found || member.pid == getpid();
+  for (const ProcStat& member : ProcessGroupMembers(getpgrp()))
+    found = found || member.pid == getpid();
   EXPECT_TRUE(found);
 }
 

@@ -6,7 +6,8 @@
 namespace dmlp {
 namespace {
 
-RankReport Rank(int rank, RankEnding ending, ExitStatus status, double end_seconds, int stop_signal = 0) {
+RankReport Rank(int rank, RankEnding ending, ExitStatus status, double end_seconds,
+                int stop_signal = 0) {
   RankReport report;
   report.rank = rank;
   report.local_rank = rank;
@@ -25,7 +26,8 @@ TEST(RunSummary, AllSucceeded) {
   report.ranks = {Rank(0, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.2),
                   Rank(1, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.1)};
   EXPECT_EQ(report.ExitCode(), 0);
-  EXPECT_EQ(SummaryLines(report), std::vector<std::string>{"all 2 ranks exited with code 0 in 1.23 s"});
+  EXPECT_EQ(SummaryLines(report),
+            std::vector<std::string>{"all 2 ranks exited with code 0 in 1.23 s"});
 }
 
 TEST(RunSummary, FirstFailureAndHowTheOthersEnded) {
@@ -34,18 +36,20 @@ TEST(RunSummary, FirstFailureAndHowTheOthersEnded) {
   report.failed_index = 1;
   report.world_size = 4;
   report.grace_seconds = 30;
-  report.ranks = {Rank(0, RankEnding::kAfterStopSignal, ExitStatus::Signaled(SIGTERM), 0.61, SIGTERM),
-                  Rank(1, RankEnding::kOnItsOwn, ExitStatus::Exited(3), 0.5),
-                  Rank(2, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 0.25),
-                  Rank(3, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 30.6, SIGTERM)};
+  report.ranks = {
+      Rank(0, RankEnding::kAfterStopSignal, ExitStatus::Signaled(SIGTERM), 0.61, SIGTERM),
+      Rank(1, RankEnding::kOnItsOwn, ExitStatus::Exited(3), 0.5),
+      Rank(2, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 0.25),
+      Rank(3, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 30.6, SIGTERM)};
   EXPECT_EQ(report.ExitCode(), 3);
-  EXPECT_EQ(SummaryLines(report), (std::vector<std::string>{
-                                      "rank 1 failed first: exited with code 3 at 0.5 s (pid 101)",
-                                      "  rank 0 (pid 100): torn down by SIGTERM (killed by signal SIGTERM) at 0.61 s",
-                                      "  rank 2 (pid 102): exited with code 0 at 0.25 s",
-                                      "  rank 3 (pid 103): killed by SIGKILL after the 30 s grace period at 30.6 s",
-                                      "exit code 3",
-                                  }));
+  EXPECT_EQ(SummaryLines(report),
+            (std::vector<std::string>{
+                "rank 1 failed first: exited with code 3 at 0.5 s (pid 101)",
+                "  rank 0 (pid 100): torn down by SIGTERM (killed by signal SIGTERM) at 0.61 s",
+                "  rank 2 (pid 102): exited with code 0 at 0.25 s",
+                "  rank 3 (pid 103): killed by SIGKILL after the 30 s grace period at 30.6 s",
+                "exit code 3",
+            }));
 }
 
 TEST(RunSummary, SignalledRankGives128PlusSignal) {
@@ -71,13 +75,14 @@ TEST(RunSummary, LauncherSignalSecondSignalAndStuckRank) {
   report.ranks = {Rank(2, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 4, SIGINT), stuck};
   report.notes = {"pid 103 ... is still alive"};
   EXPECT_EQ(report.ExitCode(), 130);
-  EXPECT_EQ(SummaryLines(report), (std::vector<std::string>{
-                                      "stopped by SIGINT from pid 77; 2 ranks of this node (of 4)",
-                                      "  rank 2 (pid 102): killed by SIGKILL at once (second signal) at 4 s",
-                                      "  rank 3 (pid 103): still alive after SIGKILL (uninterruptible sleep)",
-                                      "pid 103 ... is still alive",
-                                      "exit code 130",
-                                  }));
+  EXPECT_EQ(SummaryLines(report),
+            (std::vector<std::string>{
+                "stopped by SIGINT from pid 77; 2 ranks of this node (of 4)",
+                "  rank 2 (pid 102): killed by SIGKILL at once (second signal) at 4 s",
+                "  rank 3 (pid 103): still alive after SIGKILL (uninterruptible sleep)",
+                "pid 103 ... is still alive",
+                "exit code 130",
+            }));
 }
 
 TEST(RunSummary, GraceZeroAndExitAfterKill) {
@@ -89,7 +94,8 @@ TEST(RunSummary, GraceZeroAndExitAfterKill) {
   report.ranks = {Rank(0, RankEnding::kOnItsOwn, ExitStatus::Exited(1), 1),
                   Rank(1, RankEnding::kAfterKill, ExitStatus::Exited(0), 1.01)};
   EXPECT_EQ(SummaryLines(report)[1],
-            "  rank 1 (pid 101): exited with code 0 after SIGKILL was sent at once (--grace 0) at 1.01 s");
+            "  rank 1 (pid 101): exited with code 0 after SIGKILL was sent at once (--grace 0) at "
+            "1.01 s");
 }
 
 TEST(RunSummary, FormatSeconds) {

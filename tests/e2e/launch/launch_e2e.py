@@ -609,14 +609,25 @@ def process_state(proc):
 def sigtstp_suspends_the_whole_job(tmp):
     # Ranks have their own process groups, so a terminal's Ctrl-Z reaches only
     # the launcher; it must stop the ranks with itself and continue them after.
-    script = ('echo $$ > "$STAND_IN_DIR/rank-$PROCESS_ID.tmp"; mv "$STAND_IN_DIR/rank-$PROCESS_ID.tmp" '
-              '"$STAND_IN_DIR/rank-$PROCESS_ID.pid"; n=0; while [ ! -e "$STAND_IN_DIR/go" ] && [ $n -lt 1000 ]; '
-              'do sleep 0.01; n=$((n+1)); done; echo "finished $PROCESS_ID"')
-    launcher = Launcher(["sh", "-c", script], stand_in_env(tmp, 2))
+    # The ranks are single processes (a shell forking `sleep` could be caught
+    # stopped mid-vfork and show state D instead of T).
+    rank = ("import os, time\n"
+            "d, r = os.environ['STAND_IN_DIR'], os.environ['PROCESS_ID']\n"
+            "open(f'{d}/rank-{r}.tmp', 'w').write(str(os.getpid()))\n"
+            "os.rename(f'{d}/rank-{r}.tmp', f'{d}/rank-{r}.pid')\n"
+            "for _ in range(1000):\n"
+            "    if os.path.exists(f'{d}/go'): break\n"
+            "    time.sleep(0.01)\n"
+            "print('finished', r)\n")
+    launcher = Launcher([sys.executable, "-c", rank], stand_in_env(tmp, 2))
     ranks = wait_for_ranks(tmp, 2)
     launcher.send(signal.SIGTSTP)
-    wait_until(lambda: process_state(launcher.me) == "T" and all(process_state(p) == "T" for p in ranks.values()),
-               READY_LIMIT, "launcher and ranks stopped")
+    try:
+        wait_until(lambda: process_state(launcher.me) == "T" and all(process_state(p) == "T" for p in ranks.values()),
+                   READY_LIMIT, "launcher and ranks stopped")
+    except Failure as failure:
+        raise Failure("%s: launcher %s, ranks %s" % (failure, process_state(launcher.me),
+                                                     [process_state(p) for p in ranks.values()]))
     go(tmp)
     launcher.send(signal.SIGCONT)
     run = launcher.finish()
