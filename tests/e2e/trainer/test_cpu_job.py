@@ -1,0 +1,196 @@
+"""dmlp-launch -> dmlp-train (PLATFORM=cpu) -> dmlp-verify, end to end."""
+
+import json
+import math
+import os
+import signal
+import socket
+import time
+import unittest
+from pathlib import Path
+
+from harness import (LAUNCH, TRAIN, JobTestCase, alive, free_port, job_env, launch, line_count,
+                     rank_pids, run, verify, wait_for)
+
+
+class CompleteRuns(JobTestCase):
+    def test_two_and_three_ranks_pass(self):
+        for processes, shards in ((2, 4), (3, 3)):
+            out = self.scratch / f"run{processes}"
+            result = launch(out, processes, DATA_SHARDS=shards, BATCH=12 if shards == 3 else 16)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertPass(out)
+            names = sorted(p.name for p in out.iterdir())
+            self.assertEqual(names, sorted(["metrics.jsonl", "result.json", "state.safetensors"] +
+                                           [f"rank-{r}.jsonl" for r in range(processes)]))
+            metric_lines = [l for l in result.stdout.splitlines() if "METRIC step=" in l]
+            self.assertEqual(len(metric_lines), 4)
+
+    def test_first_loss_is_close_to_ln_classes(self):
+        out = self.scratch / "run"
+        self.assertEqual(launch(out, 1, DATA_SHARDS=1).returncode, 0)
+        first = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+        self.assertLess(abs(float(first["loss"]) - math.log(5)), 0.25, first)
+
+    def test_result_json_is_python_formatted_and_consistent(self):
+        out = self.scratch / "run"
+        self.assertEqual(launch(out, 2).returncode, 0)
+        text = (out / "result.json").read_text()
+        document = json.loads(text)
+        self.assertEqual(text, json.dumps(document, sort_keys=True, indent=2) + "\n")
+        last = json.loads((out / "rank-1.jsonl").read_text().splitlines()[-1])
+        self.assertEqual(document["params_sha256"], last["params_sha256"])
+        self.assertEqual(document["final_loss"], last["loss"])
+        self.assertEqual(document["fingerprint"]["platform"], "cpu")
+        self.assertEqual(document["fingerprint"]["data_shards"], 4)
+        for line in (out / "rank-0.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            self.assertEqual(line, json.dumps(record, sort_keys=True))
+
+    def test_allreduce_reduction_passes(self):
+        out = self.scratch / "run"
+        result = launch(out, 2, REDUCTION="allreduce")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertPass(out)
+
+    def test_config_file_under_the_environment(self):
+        config = self.scratch / "job.yaml"
+        config.write_text("steps: 2\nwidth: 8\n")
+        env = job_env(self.scratch / "run", 1, DATA_SHARDS=1)
+        del env["STEPS"], env["WIDTH"]
+        env["STEPS"] = "3"
+        result = run([LAUNCH, str(TRAIN), "--config", str(config)], env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(line_count(self.scratch / "run" / "metrics.jsonl"), 3)
+        document = json.loads((self.scratch / "run" / "result.json").read_text())
+        self.assertEqual(document["model"]["width"], 8)
+
+
+class Determinism(JobTestCase):
+    def test_same_run_twice_gives_identical_bytes(self):
+        first, second = self.scratch / "a", self.scratch / "b"
+        self.assertEqual(launch(first, 2).returncode, 0)
+        self.assertEqual(launch(second, 2).returncode, 0)
+        self.assertSameBytes(first, second, ("metrics.jsonl", "state.safetensors",
+                                             "rank-0.jsonl", "rank-1.jsonl"))
+        self.assertPass(first, "--against", str(second))
+
+    def test_number_of_processes_does_not_change_a_bit(self):
+        runs = {}
+        for processes in (1, 2, 4):
+            out = self.scratch / f"p{processes}"
+            result = launch(out, processes, DATA_SHARDS=4)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            runs[processes] = out
+        self.assertSameBytes(runs[1], runs[2])
+        self.assertSameBytes(runs[1], runs[4])
+
+    def test_ranks_agree_with_allreduce_too(self):
+        out = self.scratch / "run"
+        self.assertEqual(launch(out, 2, REDUCTION="allreduce").returncode, 0)
+        self.assertEqual((out / "rank-0.jsonl").read_text().replace('"rank": 0', '"rank": 1'),
+                         (out / "rank-1.jsonl").read_text())
+
+
+class Failures(JobTestCase):
+    def test_rank_killed_mid_run_stops_the_job_and_never_passes(self):
+        out = self.scratch / "run"
+        env = job_env(out, 2, STEPS=400)
+        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
+        wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2, 60, "two receipts of rank 1")
+        ranks = rank_pids(launcher.pid)
+        self.assertEqual(sorted(ranks), [0, 1])
+        os.kill(ranks[1], signal.SIGKILL)
+        launcher.wait(timeout=60)
+        self.assertNotEqual(launcher.returncode, 0)
+        for pid in ranks.values():
+            wait_for(lambda: not alive(pid), 30, f"rank pid {pid} to end")
+        self.assertFalse((out / "result.json").exists())
+        result = verify(out)
+        self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+        self.assertEqual(result.stdout.strip().splitlines()[-1], "INCOMPLETE")
+
+    def test_frozen_job_longer_than_heartbeat_finishes(self):
+        out = self.scratch / "run"
+        env = job_env(out, 2, STEPS=12, HEARTBEAT_TIMEOUT_SECONDS=1)
+        launcher = self.start([LAUNCH, TRAIN], env)
+        wait_for(lambda: line_count(out / "rank-0.jsonl") >= 1, 60, "the first receipt")
+        everyone = [launcher.pid] + list(rank_pids(launcher.pid).values())
+        for pid in everyone:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(3)  # three heartbeat timeouts
+        for pid in everyone:
+            os.kill(pid, signal.SIGCONT)
+        launcher.wait(timeout=120)
+        self.assertEqual(launcher.returncode, 0, launcher.stderr.read())
+        self.assertPass(out)
+
+    def test_rerun_into_a_finished_directory_changes_nothing(self):
+        out = self.scratch / "run"
+        self.assertEqual(launch(out, 2).returncode, 0)
+        before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+        result = launch(out, 2)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("dmlp-train: error: OUTPUT_ALREADY_COMPLETE", result.stderr)
+        after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+        self.assertEqual(before, after)
+
+    def test_existing_receipts_are_output_exists(self):
+        out = self.scratch / "run"
+        out.mkdir()
+        (out / "rank-0.jsonl").write_text("keep me\n")
+        result = run([TRAIN], job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1))
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.stderr.strip(),
+                         f"dmlp-train: error: OUTPUT_EXISTS: {out}/rank-0.jsonl")
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["rank-0.jsonl"])
+        self.assertEqual((out / "rank-0.jsonl").read_text(), "keep me\n")
+
+    def test_plan_mismatch_fails_every_rank(self):
+        out = self.scratch / "run"
+        port = free_port()
+        ranks = []
+        for rank, rate in ((0, "0.001"), (1, "0.002")):
+            env = job_env(out, 2, PROCESS_ID=rank, LEARNING_RATE=rate, COORDINATOR_PORT=port,
+                          HEARTBEAT_TIMEOUT_SECONDS=20)
+            ranks.append(self.start([TRAIN], env))
+        for process in ranks:
+            process.wait(timeout=60)
+            stderr = process.stderr.read()
+            self.assertNotEqual(process.returncode, 0)
+            self.assertIn("error: PLAN_MISMATCH", stderr)
+            self.assertIn("learning_rate", stderr)
+
+    def test_port_in_use(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+            holder.bind(("127.0.0.1", 0))
+            holder.listen(1)
+            port = holder.getsockname()[1]
+            env = job_env(self.scratch / "run", 1, PROCESS_ID=0, DATA_SHARDS=1,
+                          COORDINATOR_PORT=port)
+            result = run([TRAIN], env)
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.stderr.strip(),
+                         f"dmlp-train: error: COORDINATOR_PORT_IN_USE: 127.0.0.1:{port}")
+
+    def test_configuration_errors_are_exit_2_with_the_code(self):
+        env = job_env(self.scratch / "run", 1, PROCESS_ID=0)
+        del env["STEPS"]
+        result = run([TRAIN], env)
+        self.assertEqual((result.returncode, result.stderr), (2, "dmlp-train: error: ENV_MISSING: STEPS\n"))
+        env = job_env(self.scratch / "run", 2, PROCESS_ID=0, BATCH=15)
+        result = run([TRAIN], env)
+        self.assertEqual(result.stderr,
+                         "dmlp-train: error: ENV_INVALID: BATCH must be divisible by NUM_PROCESSES\n")
+        self.assertFalse((self.scratch / "run").exists())
+
+    def test_nonfinite_loss_stops_the_job(self):
+        out = self.scratch / "run"
+        result = launch(out, 1, DATA_SHARDS=1, LEARNING_RATE="1e38", STEPS=6)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertRegex(result.stderr, r"dmlp-train: error: LOSS_NONFINITE: step=\d+ loss=(nan|inf)")
+        self.assertFalse((out / "result.json").exists())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

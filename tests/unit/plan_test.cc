@@ -1,0 +1,156 @@
+#include "trainer/plan.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace dmlp {
+namespace {
+
+Environment ValidEnv() {
+  return Environment(Environment::Map{
+      {"STEPS", "3"}, {"SEED", "42"}, {"BATCH", "8"}, {"MICROBATCHES", "2"},
+      {"LEARNING_RATE", "0.001"}, {"OUT_DIR", "/tmp/out"}, {"PLATFORM", "cpu"},
+      {"NUM_PROCESSES", "2"}, {"PROCESS_ID", "1"}, {"COORDINATOR_PORT", "12355"},
+      {"FEATURES", "8"}, {"WIDTH", "16"}, {"LAYERS", "2"}, {"CLASSES", "4"},
+      {"HEARTBEAT_TIMEOUT_SECONDS", "60"}});
+}
+
+std::string ErrorWith(const std::string& name, const std::string& value) {
+  Environment env = ValidEnv();
+  env.Set(name, value);
+  return ReadPlan(env).status().ToString();
+}
+
+std::string ErrorWithout(const std::string& name) {
+  Environment::Map values = ValidEnv().values();
+  values.erase(name);
+  return ReadPlan(Environment(values)).status().ToString();
+}
+
+TEST(PlanTest, ReadsAValidPlanWithDefaults) {
+  Result<Plan> plan = ReadPlan(ValidEnv());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->steps, 3);
+  EXPECT_EQ(plan->data_shards, 2);  // defaults to NUM_PROCESSES
+  EXPECT_EQ(plan->local_rank, 1);   // defaults to PROCESS_ID
+  EXPECT_EQ(plan->coordinator_address, "127.0.0.1");
+  EXPECT_EQ(plan->reduction, Reduction::kOrdered);
+  EXPECT_EQ(plan->matmul_precision, MatmulPrecision::kFp32);
+  EXPECT_EQ(plan->checkpoint_every, 0);
+  EXPECT_FALSE(plan->resume);
+  EXPECT_EQ(plan->shard_size(), 4);
+  EXPECT_EQ(plan->first_shard(), 1);
+}
+
+TEST(PlanTest, EveryRequiredVariableIsNamedWhenMissing) {
+  for (const char* name : {"STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR",
+                           "PLATFORM", "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT",
+                           "FEATURES", "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS"}) {
+    EXPECT_EQ(ErrorWithout(name), std::string("ENV_MISSING: ") + name);
+    EXPECT_EQ(ErrorWith(name, ""), std::string("ENV_EMPTY: ") + name);
+  }
+}
+
+TEST(PlanTest, OptionalVariablesMayNotBeEmpty) {
+  for (const char* name : {"DATA_SHARDS", "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY",
+                           "RESUME", "COORDINATOR_ADDRESS"})
+    EXPECT_EQ(ErrorWith(name, ""), std::string("ENV_EMPTY: ") + name);
+}
+
+TEST(PlanTest, RangesAndChoices) {
+  EXPECT_EQ(ErrorWith("STEPS", "0"), "ENV_INVALID: STEPS='0' must be >= 1");
+  EXPECT_EQ(ErrorWith("SEED", "-1"), "ENV_INVALID: SEED='-1' is not an integer");
+  EXPECT_EQ(ErrorWith("SEED", "9223372036854775808"),
+            "ENV_INVALID: SEED='9223372036854775808' is out of range");
+  EXPECT_EQ(ErrorWith("BATCH", "8x"), "ENV_INVALID: BATCH='8x' is not an integer");
+  EXPECT_EQ(ErrorWith("LEARNING_RATE", "-0.1"),
+            "ENV_INVALID: LEARNING_RATE='-0.1' must be finite and > 0");
+  EXPECT_EQ(ErrorWith("PLATFORM", "tpu"), "ENV_INVALID: PLATFORM='tpu' must be cuda or cpu");
+  EXPECT_EQ(ErrorWith("COORDINATOR_PORT", "65536"),
+            "ENV_INVALID: COORDINATOR_PORT='65536' must be <= 65535");
+  EXPECT_EQ(ErrorWith("COORDINATOR_PORT", "0"), "ENV_INVALID: COORDINATOR_PORT='0' must be >= 1");
+  EXPECT_EQ(ErrorWith("REDUCTION", "tree"),
+            "ENV_INVALID: REDUCTION='tree' must be ordered or allreduce");
+  EXPECT_EQ(ErrorWith("MATMUL_PRECISION", "bf16"),
+            "ENV_INVALID: MATMUL_PRECISION='bf16' must be fp32 or tf32");
+  EXPECT_EQ(ErrorWith("RESUME", "2"), "ENV_INVALID: RESUME='2' must be <= 1");
+  EXPECT_EQ(ErrorWith("CHECKPOINT_EVERY", "-1"),
+            "ENV_INVALID: CHECKPOINT_EVERY='-1' is not an integer");
+  EXPECT_EQ(ErrorWith("HEARTBEAT_TIMEOUT_SECONDS", "0"),
+            "ENV_INVALID: HEARTBEAT_TIMEOUT_SECONDS='0' must be >= 1");
+}
+
+TEST(PlanTest, CrossChecks) {
+  EXPECT_EQ(ErrorWith("PROCESS_ID", "2"),
+            "ENV_INVALID: PROCESS_ID must be less than NUM_PROCESSES");
+  EXPECT_EQ(ErrorWith("BATCH", "9"), "ENV_INVALID: BATCH must be divisible by NUM_PROCESSES");
+  EXPECT_EQ(ErrorWith("DATA_SHARDS", "3"), "ENV_INVALID: BATCH must be divisible by DATA_SHARDS");
+  Environment env = ValidEnv();
+  env.Set("BATCH", "12");
+  env.Set("DATA_SHARDS", "3");
+  EXPECT_EQ(ReadPlan(env).status().ToString(),
+            "ENV_INVALID: DATA_SHARDS must be divisible by NUM_PROCESSES");
+  EXPECT_EQ(ErrorWith("MATMUL_PRECISION", "tf32"),
+            "ENV_INVALID: MATMUL_PRECISION=tf32 requires PLATFORM=cuda");
+}
+
+TEST(PlanTest, FingerprintIgnoresIdentityButNotTheJob) {
+  Environment other = ValidEnv();
+  other.Set("PROCESS_ID", "0");
+  other.Set("OUT_DIR", "/elsewhere");
+  EXPECT_EQ(PlanFingerprint(*ReadPlan(ValidEnv())), PlanFingerprint(*ReadPlan(other)));
+  other.Set("LEARNING_RATE", "0.002");
+  EXPECT_NE(PlanFingerprint(*ReadPlan(ValidEnv())), PlanFingerprint(*ReadPlan(other)));
+}
+
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    path_ = ::testing::TempDir() + "/dmlp-config-" + std::to_string(::getpid()) + ".yaml";
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  void TearDown() override { ::unlink(path_.c_str()); }
+  std::string path_;
+};
+
+TEST_F(ConfigFileTest, EnvironmentOverridesTheFile) {
+  Result<Environment> file = LoadConfigFile(Write("steps: 10\nseed: 7\nwidth: 32\n"));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  Environment::Map values = ValidEnv().values();
+  values.erase("SEED");
+  values.erase("WIDTH");
+  Environment env(values);
+  env.FillFrom(*file);
+  Result<Plan> plan = ReadPlan(env);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->steps, 3);  // from the environment
+  EXPECT_EQ(plan->seed, 7);   // from the file
+  EXPECT_EQ(plan->model.width, 32);
+}
+
+TEST_F(ConfigFileTest, BadFilesAreConfigInvalid) {
+  EXPECT_EQ(LoadConfigFile(Write("steps: [1, 2]\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile(Write("- steps\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile(Write("stepz: 1\n")).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": unknown key 'stepz'");
+  EXPECT_EQ(LoadConfigFile(Write("STEPS: 1\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile(Write("steps: 1\n  bad: [\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile("/nonexistent/dmlp.yaml").status().ToString(),
+            "CONFIG_INVALID: /nonexistent/dmlp.yaml: cannot be read");
+}
+
+TEST_F(ConfigFileTest, AnInvalidValueFromTheFileIsReportedByName) {
+  Result<Environment> file = LoadConfigFile(Write("steps: zero\n"));
+  ASSERT_TRUE(file.ok());
+  Environment::Map values = ValidEnv().values();
+  values.erase("STEPS");
+  Environment env(values);
+  env.FillFrom(*file);
+  EXPECT_EQ(ReadPlan(env).status().ToString(), "ENV_INVALID: STEPS='zero' is not an integer");
+}
+
+}  // namespace
+}  // namespace dmlp

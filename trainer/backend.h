@@ -1,0 +1,70 @@
+// defines: Backend, SnapshotBuffer, SnapshotWaiter, CreateCpuBackend, CreateCudaBackend
+//
+// The platform seam. Everything a rank does that is not GEMMs, kernels or
+// collectives (plan, rendezvous, data definition, initialization, digests,
+// receipts, result and state files) lives in the shared trainer; a Backend
+// owns the device state and performs optimizer updates on it.
+//
+// Contract of one update (both platforms; DESIGN.md "The computation"):
+//   1. for each local shard g in [plan.first_shard(), + shards_per_rank), in
+//      order: generate samples [g*shard_size, (g+1)*shard_size) of (step,
+//      microbatch) (trainer/data.h), forward/backward with fixed shapes, giving
+//      a partial gradient of sum(loss_i)/BATCH and a partial loss sum;
+//   2. REDUCTION=ordered: the element-wise global sum ((g0 + g1) + g2) + ... in
+//      global shard order, each slice folded by its owner rank and all-gathered
+//      (ordered_reduce.h); REDUCTION=allreduce: local shards summed in order,
+//      then one library all-reduce;
+//   3. Adam (trainer/adam.h) on the full state, identically on every rank.
+// The loss of an update is (folded loss sum) / BATCH, as float32.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/state_layout.h"
+#include "common/status.h"
+#include "trainer/plan.h"
+
+namespace dmlp {
+
+class Rendezvous;
+
+/// Host memory for one state image (page-locked on CUDA so copies can be async).
+using SnapshotBuffer = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
+/// Blocks until a snapshot's bytes are in its buffer; its error fails the rank.
+using SnapshotWaiter = std::function<Status()>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// Platform facts for result.json's fingerprint (device, libraries, threads).
+  virtual nlohmann::json Fingerprint() const = 0;
+  /// A host buffer of layout.image_bytes() suitable for BeginSnapshot.
+  virtual Result<SnapshotBuffer> AllocateSnapshotBuffer() = 0;
+  /// Replaces the whole state with a canonical image (initial or resumed state).
+  virtual Status LoadState(const uint8_t* image) = 0;
+  /// One optimizer update (see the contract above). May return before the device finished.
+  virtual Status Update(int64_t step, int64_t microbatch) = 0;
+  /// The global mean loss of the most recent update (waits for it).
+  virtual Result<float> LastLoss() = 0;
+  /// Starts copying the state as of all updates issued so far into `buffer`; the
+  /// returned waiter blocks until the copy is complete. Updates may be issued
+  /// meanwhile. REQUIRES: `buffer` stays untouched until the waiter returned.
+  virtual Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) = 0;
+  /// Seconds spent so far per phase ("data", "compute", "collectives", "optimizer"),
+  /// for the benchmark's split of a step; empty where a platform does not measure.
+  virtual nlohmann::json Profile() const { return nlohmann::json::object(); }
+};
+
+/// CPU platform: CPU GEMM (gemm_cpu.h) and Gloo collectives over the rendezvous.
+Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateLayout& layout,
+                                                  Rendezvous& rendezvous);
+/// CUDA platform: cuBLAS, own kernels, NCCL. PLATFORM_UNAVAILABLE when built without CUDA.
+Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,
+                                                   Rendezvous& rendezvous);
+
+}  // namespace dmlp

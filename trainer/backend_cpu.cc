@@ -1,0 +1,186 @@
+// The CPU platform: CpuMlp (pinned CPU GEMM) per shard, ordered reduction over
+// Gloo, Adam on the host. The state lives as one canonical image, so a
+// snapshot is a single memcpy.
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "trainer/adam.h"
+#include "trainer/backend.h"
+#include "trainer/collectives_gloo.h"
+#include "trainer/data.h"
+#include "trainer/gemm_cpu.h"
+#include "trainer/mlp_cpu.h"
+#include "trainer/ordered_reduce.h"
+#include "trainer/rendezvous.h"
+
+namespace dmlp {
+namespace {
+
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Plan& plan, const StateLayout& layout, CpuMlp mlp,
+             std::unique_ptr<Collectives> collectives)
+      : plan_(plan),
+        layout_(layout),
+        mlp_(std::move(mlp)),
+        collectives_(std::move(collectives)),
+        reduction_{layout.parameter_count(), static_cast<size_t>(plan.num_processes),
+                   static_cast<size_t>(plan.shards_per_rank())},
+        image_(layout.image_bytes()),
+        inputs_(static_cast<size_t>(plan.shard_size() * plan.model.features)),
+        labels_(static_cast<size_t>(plan.shard_size())),
+        partials_(reduction_.shards_per_rank * reduction_.padded_length()),
+        reduced_(reduction_.padded_length()) {
+    if (plan.num_processes > 1 && plan.reduction == Reduction::kOrdered) {
+      send_.resize(partials_.size());
+      receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
+      folded_slice_.resize(reduction_.slice_length());
+    }
+  }
+
+  nlohmann::json Fingerprint() const override {
+    const CpuGemmInfo& gemm = CpuGemmDescription();
+    return {{"platform", "cpu"},
+            {"cpu", CpuModelName()},
+            {"blas", {{"library", gemm.library}, {"kernel", gemm.kernel}, {"threads", gemm.threads}}},
+            {"collectives", collectives_ ? collectives_->Description() : "none (1 process)"}};
+  }
+
+  Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
+    return SnapshotBuffer(new uint8_t[layout_.image_bytes()], [](uint8_t* p) { delete[] p; });
+  }
+
+  Status LoadState(const uint8_t* image) override {
+    std::memcpy(image_.data(), image, image_.size());
+    return Status::Ok();
+  }
+
+  Status Update(int64_t step, int64_t microbatch) override {
+    DMLP_RETURN_IF_ERROR(ComputeShards(step, microbatch));
+    DMLP_RETURN_IF_ERROR(Reduce());
+    PhaseTimer timer(optimizer_seconds_);
+    last_loss_ = reduced_[reduction_.loss_index()] / static_cast<float>(plan_.batch);
+    int32_t count = 0;
+    std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
+    count = AdamNextCount(count);
+    AdamUpdate(MakeAdamScalars(count, plan_.learning_rate), reduced_.data(), params(), mu(), nu(),
+               layout_.parameter_count());
+    std::memcpy(image_.data() + layout_.count_offset(), &count, 4);
+    return Status::Ok();
+  }
+
+  Result<float> LastLoss() override { return last_loss_; }
+
+  Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) override {
+    std::memcpy(buffer, image_.data(), image_.size());
+    return SnapshotWaiter([] { return Status::Ok(); });
+  }
+
+  nlohmann::json Profile() const override {
+    return {{"data", data_seconds_},
+            {"compute", compute_seconds_},
+            {"collectives", collective_seconds_},
+            {"optimizer", optimizer_seconds_}};
+  }
+
+ private:
+  float* params() { return reinterpret_cast<float*>(image_.data()); }
+  float* mu() { return reinterpret_cast<float*>(image_.data() + layout_.mu_offset()); }
+  float* nu() { return reinterpret_cast<float*>(image_.data() + layout_.nu_offset()); }
+
+  Status ComputeShards(int64_t step, int64_t microbatch) {
+    const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
+                          plan_.model.classes};
+    const int64_t shard_size = plan_.shard_size();
+    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
+      const int64_t shard = plan_.first_shard() + static_cast<int64_t>(local);
+      {
+        PhaseTimer timer(data_seconds_);
+        GenerateSamples(spec, step, microbatch, shard * shard_size, (shard + 1) * shard_size,
+                        inputs_.data(), labels_.data());
+      }
+      PhaseTimer timer(compute_seconds_);
+      float* partial = partials_.data() + local * reduction_.padded_length();
+      partial[reduction_.loss_index()] =
+          mlp_.ShardGradient(params(), inputs_.data(), labels_.data(), plan_.batch, partial);
+      std::fill(partial + reduction_.loss_index() + 1, partial + reduction_.padded_length(), 0.0f);
+    }
+    return Status::Ok();
+  }
+
+  Status Reduce() {
+    const size_t padded = reduction_.padded_length();
+    const size_t local_shards = reduction_.shards_per_rank;
+    if (plan_.reduction == Reduction::kAllreduce) {
+      FoldShardsInOrder(partials_.data(), local_shards, padded, padded, reduced_.data());
+      if (!collectives_) return Status::Ok();
+      PhaseTimer timer(collective_seconds_);
+      return collectives_->AllReduceSum(reduced_.data(), padded);
+    }
+    if (!collectives_) {  // one rank: the same left fold over all shards, no bytes to move
+      FoldShardsInOrder(partials_.data(), local_shards, padded, padded, reduced_.data());
+      return Status::Ok();
+    }
+    const size_t slice = reduction_.slice_length();
+    PackForAllToAll(reduction_, partials_.data(), send_.data());
+    {
+      PhaseTimer timer(collective_seconds_);
+      DMLP_RETURN_IF_ERROR(collectives_->AllToAll(send_.data(), receive_.data(), local_shards * slice));
+    }
+    FoldShardsInOrder(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice,
+                      folded_slice_.data());
+    PhaseTimer timer(collective_seconds_);
+    return collectives_->AllGather(folded_slice_.data(), reduced_.data(), slice);
+  }
+
+  Plan plan_;
+  StateLayout layout_;
+  CpuMlp mlp_;
+  std::unique_ptr<Collectives> collectives_;  // null with one process
+  ReductionLayout reduction_;
+  std::vector<uint8_t> image_;  // canonical state image: params, count, mu, nu
+  std::vector<float> inputs_;
+  std::vector<int32_t> labels_;
+  std::vector<float> partials_;  // [local shard][padded]: gradient, loss sum, zeros
+  std::vector<float> send_, receive_, folded_slice_, reduced_;
+  float last_loss_ = 0;
+  double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateLayout& layout,
+                                                  Rendezvous& rendezvous) {
+  DMLP_RETURN_IF_ERROR(InitCpuGemm(0));
+  DMLP_ASSIGN_OR_RETURN(CpuMlp mlp, CpuMlp::Create(layout, plan.shard_size()));
+  std::unique_ptr<Collectives> collectives;
+  if (plan.num_processes > 1) {
+    DMLP_ASSIGN_OR_RETURN(collectives, GlooCollectives::Connect(rendezvous));
+  }
+  return std::unique_ptr<Backend>(
+      new CpuBackend(plan, layout, std::move(mlp), std::move(collectives)));
+}
+
+}  // namespace dmlp

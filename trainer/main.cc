@@ -1,0 +1,46 @@
+// dmlp-train: one rank of the job. Configuration from the environment
+// (optionally under a YAML --config file); see README.md for every variable.
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "common/env.h"
+#include "trainer/plan.h"
+#include "trainer/trainer.h"
+
+namespace {
+
+// Exit codes: 0 success, 1 the job failed, 2 configuration or usage error.
+int ExitCodeFor(const dmlp::Status& status) {
+  const std::string& code = status.code();
+  if (code.rfind("ENV_", 0) == 0 || code == "CONFIG_INVALID") return 2;
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dmlp-train: one rank of a reproducible data-parallel MLP training job"};
+  std::string config_path;
+  app.add_option("--config", config_path, "YAML file of lower-case keys; the environment overrides it");
+  app.set_version_flag("--version", std::string("dmlp-train ") + DMLP_VERSION);
+  CLI11_PARSE(app, argc, argv);
+
+  dmlp::Environment env = dmlp::Environment::FromProcess();
+  if (!config_path.empty()) {
+    dmlp::Result<dmlp::Environment> file = dmlp::LoadConfigFile(config_path);
+    if (!file.ok()) {
+      std::fprintf(stderr, "dmlp-train: error: %s\n", file.status().ToString().c_str());
+      return 2;
+    }
+    env.FillFrom(*file);
+  }
+  dmlp::Result<dmlp::Plan> plan = dmlp::ReadPlan(env);
+  dmlp::Status status = plan.ok() ? dmlp::RunTrainer(*plan) : plan.status();
+  if (!status.ok()) {
+    std::fprintf(stderr, "dmlp-train: error: %s\n", status.ToString().c_str());
+    return ExitCodeFor(status);
+  }
+  return 0;
+}

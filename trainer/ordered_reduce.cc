@@ -1,0 +1,29 @@
+#include "trainer/ordered_reduce.h"
+
+#include <cstring>
+
+namespace dmlp {
+
+void FoldShardsInOrder(const float* partials, size_t shards, size_t stride, size_t length,
+                       float* out) {
+  // Left fold, shard by shard: out = s0; out += s1; ... Each element sees the
+  // additions in shard order whatever the vectorization of the inner loop.
+  std::memcpy(out, partials, length * sizeof(float));
+  for (size_t shard = 1; shard < shards; ++shard) {
+    const float* partial = partials + shard * stride;
+    for (size_t e = 0; e < length; ++e) out[e] += partial[e];
+  }
+}
+
+void PackForAllToAll(const ReductionLayout& layout, const float* partials, float* send) {
+  const size_t slice = layout.slice_length();
+  for (size_t destination = 0; destination < layout.world_size; ++destination) {
+    for (size_t shard = 0; shard < layout.shards_per_rank; ++shard) {
+      std::memcpy(send + (destination * layout.shards_per_rank + shard) * slice,
+                  partials + shard * layout.padded_length() + destination * slice,
+                  slice * sizeof(float));
+    }
+  }
+}
+
+}  // namespace dmlp

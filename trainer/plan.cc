@@ -1,0 +1,196 @@
+#include "trainer/plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/float_repr.h"
+
+namespace dmlp {
+namespace {
+
+// Every name a plan reads; the YAML file may give any of them in lower case.
+constexpr const char* kPlanNames[] = {
+    "STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR", "PLATFORM",
+    "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
+    "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
+    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME"};
+
+Status Invalid(const std::string& detail) { return Status::Error("ENV_INVALID", detail); }
+
+// An optional variable: absent gives the default; present must be valid (empty is ENV_EMPTY).
+// REQUIRES: fallback may be nullptr, meaning the variable is required.
+Result<std::string> OptionalString(const Environment& env, const char* name, const char* fallback) {
+  if (fallback != nullptr && !env.Get(name)) return std::string(fallback);
+  return RequireString(env, name);
+}
+
+Result<int64_t> OptionalInteger(const Environment& env, const char* name, int64_t fallback,
+                                int64_t min, int64_t max = INT32_MAX) {
+  if (!env.Get(name)) return fallback;
+  return RequireInteger(env, name, min, max);
+}
+
+template <typename Enum, size_t N>
+Result<Enum> Choice(const Environment& env, const char* name, const char* fallback,
+                    const std::pair<const char*, Enum> (&choices)[N]) {
+  DMLP_ASSIGN_OR_RETURN(std::string text, OptionalString(env, name, fallback));
+  std::string allowed;
+  for (const auto& [word, value] : choices) {
+    if (text == word) return value;
+    allowed += (allowed.empty() ? "" : " or ") + std::string(word);
+  }
+  return Invalid(std::string(name) + "='" + text + "' must be " + allowed);
+}
+
+Status ReadModel(const Environment& env, Plan& plan) {
+  DMLP_ASSIGN_OR_RETURN(plan.model.features, RequireInteger(env, "FEATURES", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.model.width, RequireInteger(env, "WIDTH", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.model.layers, RequireInteger(env, "LAYERS", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.model.classes, RequireInteger(env, "CLASSES", 1));
+  Result<StateLayout> layout = StateLayout::Create(plan.model);
+  if (!layout.ok()) return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + layout.status().detail());
+  return Status::Ok();
+}
+
+Status CrossCheck(const Plan& plan) {
+  if (plan.process_id >= plan.num_processes)
+    return Invalid("PROCESS_ID must be less than NUM_PROCESSES");
+  if (plan.batch % plan.num_processes != 0)
+    return Invalid("BATCH must be divisible by NUM_PROCESSES");
+  if (plan.batch % plan.data_shards != 0) return Invalid("BATCH must be divisible by DATA_SHARDS");
+  if (plan.data_shards % plan.num_processes != 0)
+    return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES");
+  if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.platform != Platform::kCuda)
+    return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda");
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* PlatformName(Platform platform) { return platform == Platform::kCuda ? "cuda" : "cpu"; }
+const char* ReductionName(Reduction reduction) {
+  return reduction == Reduction::kOrdered ? "ordered" : "allreduce";
+}
+const char* MatmulPrecisionName(MatmulPrecision precision) {
+  return precision == MatmulPrecision::kFp32 ? "fp32" : "tf32";
+}
+
+Result<Plan> ReadPlan(const Environment& env) {
+  Plan plan;
+  DMLP_ASSIGN_OR_RETURN(plan.steps, RequireInteger(env, "STEPS", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.seed, RequireInteger(env, "SEED", 0, INT64_MAX));
+  DMLP_ASSIGN_OR_RETURN(plan.batch, RequireInteger(env, "BATCH", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.microbatches, RequireInteger(env, "MICROBATCHES", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.learning_rate, RequirePositiveNumber(env, "LEARNING_RATE"));
+  DMLP_ASSIGN_OR_RETURN(std::string out_dir, RequireString(env, "OUT_DIR"));
+  plan.out_dir = std::filesystem::absolute(out_dir).lexically_normal().string();
+  if (plan.out_dir.size() > 1 && plan.out_dir.back() == '/') plan.out_dir.pop_back();
+  DMLP_ASSIGN_OR_RETURN(plan.platform,
+                        Choice(env, "PLATFORM", nullptr,
+                               {std::pair{"cuda", Platform::kCuda}, std::pair{"cpu", Platform::kCpu}}));
+  DMLP_ASSIGN_OR_RETURN(plan.num_processes, RequireInteger(env, "NUM_PROCESSES", 1, 1 << 16));
+  DMLP_ASSIGN_OR_RETURN(plan.process_id, RequireInteger(env, "PROCESS_ID", 0, 1 << 16));
+  DMLP_ASSIGN_OR_RETURN(plan.local_rank,
+                        OptionalInteger(env, "LOCAL_RANK", plan.process_id, 0, 1 << 16));
+  DMLP_ASSIGN_OR_RETURN(plan.coordinator_port, RequireInteger(env, "COORDINATOR_PORT", 1, 65535));
+  DMLP_ASSIGN_OR_RETURN(plan.coordinator_address,
+                        OptionalString(env, "COORDINATOR_ADDRESS", "127.0.0.1"));
+  DMLP_RETURN_IF_ERROR(ReadModel(env, plan));
+  DMLP_ASSIGN_OR_RETURN(plan.heartbeat_timeout_seconds,
+                        RequireInteger(env, "HEARTBEAT_TIMEOUT_SECONDS", 1));
+  DMLP_ASSIGN_OR_RETURN(plan.data_shards,
+                        OptionalInteger(env, "DATA_SHARDS", plan.num_processes, 1));
+  DMLP_ASSIGN_OR_RETURN(plan.matmul_precision,
+                        Choice(env, "MATMUL_PRECISION", "fp32",
+                               {std::pair{"fp32", MatmulPrecision::kFp32},
+                                std::pair{"tf32", MatmulPrecision::kTf32}}));
+  DMLP_ASSIGN_OR_RETURN(plan.reduction,
+                        Choice(env, "REDUCTION", "ordered",
+                               {std::pair{"ordered", Reduction::kOrdered},
+                                std::pair{"allreduce", Reduction::kAllreduce}}));
+  DMLP_ASSIGN_OR_RETURN(plan.checkpoint_every, OptionalInteger(env, "CHECKPOINT_EVERY", 0, 0));
+  DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
+  plan.resume = resume == 1;
+  DMLP_RETURN_IF_ERROR(CrossCheck(plan));
+  return plan;
+}
+
+Result<Environment> LoadConfigFile(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status::Error("CONFIG_INVALID", path + ": cannot be read");
+  } catch (const YAML::Exception& error) {
+    return Status::Error("CONFIG_INVALID", path + ": " + error.what());
+  }
+  Environment config;
+  if (root.IsNull()) return config;
+  if (!root.IsMap()) return Status::Error("CONFIG_INVALID", path + ": must be a mapping of keys");
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) return Status::Error("CONFIG_INVALID", path + ": non-scalar key");
+    const std::string key = entry.first.Scalar();
+    std::string name = key;
+    bool lower_case = true;
+    for (char& c : name) {
+      lower_case = lower_case && !std::isupper(static_cast<unsigned char>(c));
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    bool known = std::any_of(std::begin(kPlanNames), std::end(kPlanNames),
+                             [&](const char* candidate) { return name == candidate; });
+    if (!known || !lower_case)
+      return Status::Error("CONFIG_INVALID", path + ": unknown key '" + key + "'");
+    if (config.Get(name)) return Status::Error("CONFIG_INVALID", path + ": duplicate key '" + key + "'");
+    if (!entry.second.IsScalar())
+      return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' must be a scalar");
+    config.Set(name, entry.second.Scalar());
+  }
+  return config;
+}
+
+std::string PlanFingerprint(const Plan& plan) {
+  // "key=value" lines, so a mismatch can be reported field by field.
+  // OUT_DIR and the rank's identity may legitimately differ between ranks/hosts.
+  std::string text;
+  auto add = [&](const char* key, const std::string& value) {
+    text += (text.empty() ? "" : "\n") + std::string(key) + "=" + value;
+  };
+  add("dmlp_version", DMLP_VERSION);
+  add("steps", std::to_string(plan.steps));
+  add("seed", std::to_string(plan.seed));
+  add("batch", std::to_string(plan.batch));
+  add("microbatches", std::to_string(plan.microbatches));
+  add("learning_rate", PythonFloatRepr(plan.learning_rate));
+  add("platform", PlatformName(plan.platform));
+  add("num_processes", std::to_string(plan.num_processes));
+  add("features", std::to_string(plan.model.features));
+  add("width", std::to_string(plan.model.width));
+  add("layers", std::to_string(plan.model.layers));
+  add("classes", std::to_string(plan.model.classes));
+  add("heartbeat_timeout_seconds", std::to_string(plan.heartbeat_timeout_seconds));
+  add("data_shards", std::to_string(plan.data_shards));
+  add("matmul_precision", MatmulPrecisionName(plan.matmul_precision));
+  add("reduction", ReductionName(plan.reduction));
+  add("checkpoint_every", std::to_string(plan.checkpoint_every));
+  add("resume", plan.resume ? "1" : "0");
+  return text;
+}
+
+nlohmann::json PlanDocument(const Plan& plan) {
+  return {{"steps", plan.steps},
+          {"seed", plan.seed},
+          {"batch", plan.batch},
+          {"microbatches", plan.microbatches},
+          {"learning_rate", plan.learning_rate},
+          {"out_dir", plan.out_dir},
+          {"platform", PlatformName(plan.platform)},
+          {"data_shards", plan.data_shards},
+          {"matmul_precision", MatmulPrecisionName(plan.matmul_precision)},
+          {"reduction", ReductionName(plan.reduction)},
+          {"checkpoint_every", plan.checkpoint_every}};
+}
+
+}  // namespace dmlp

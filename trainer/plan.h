@@ -1,0 +1,65 @@
+// defines: Plan, Platform, Reduction, MatmulPrecision, ReadPlan, LoadConfigFile,
+//          PlanFingerprint, PlanDocument
+//
+// One rank's configuration, read strictly from the environment (DESIGN.md
+// "Configuration"), optionally under a YAML file whose lower-case keys supply
+// defaults that the environment overrides. Every rank must derive the same
+// plan except for its own identity; PlanFingerprint() is what rendezvous compares.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/env.h"
+#include "common/state_layout.h"
+#include "common/status.h"
+
+namespace dmlp {
+
+enum class Platform { kCpu, kCuda };
+enum class Reduction { kOrdered, kAllreduce };
+enum class MatmulPrecision { kFp32, kTf32 };
+
+const char* PlatformName(Platform platform);
+const char* ReductionName(Reduction reduction);
+const char* MatmulPrecisionName(MatmulPrecision precision);
+
+struct Plan {
+  int64_t steps = 0;           // logged steps (receipts)
+  int64_t seed = 0;            // 0 .. 2^63-1
+  int64_t batch = 0;           // global samples per optimizer update
+  int64_t microbatches = 0;    // optimizer updates per logged step
+  double learning_rate = 0;    // Adam step size (used as float32, as optax does)
+  std::string out_dir;         // absolute path
+  Platform platform = Platform::kCpu;
+  int64_t num_processes = 0;   // world size
+  int64_t process_id = 0;      // this rank
+  int64_t local_rank = 0;      // device index on this host (LOCAL_RANK, default PROCESS_ID)
+  std::string coordinator_address = "127.0.0.1";
+  int64_t coordinator_port = 0;
+  ModelShape model;
+  int64_t heartbeat_timeout_seconds = 0;
+  int64_t data_shards = 0;     // default NUM_PROCESSES
+  MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
+  Reduction reduction = Reduction::kOrdered;
+  int64_t checkpoint_every = 0;  // 0: off
+  bool resume = false;
+
+  int64_t shard_size() const { return batch / data_shards; }
+  int64_t shards_per_rank() const { return data_shards / num_processes; }
+  int64_t first_shard() const { return process_id * shards_per_rank(); }
+};
+
+/// Reads and cross-checks a plan (ENV_MISSING / ENV_EMPTY / ENV_INVALID ...).
+Result<Plan> ReadPlan(const Environment& env);
+/// Reads a YAML mapping of lower-case keys (steps: 10, ...) into upper-case names.
+/// CONFIG_INVALID for unreadable files, non-mappings, unknown keys or non-scalar values.
+Result<Environment> LoadConfigFile(const std::string& path);
+/// Everything all ranks must agree on (not the rank's own identity), as "key=value" lines.
+std::string PlanFingerprint(const Plan& plan);
+/// The `plan` object of result.json.
+nlohmann::json PlanDocument(const Plan& plan);
+
+}  // namespace dmlp

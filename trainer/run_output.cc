@@ -1,0 +1,159 @@
+#include "trainer/run_output.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "common/file_util.h"
+#include "common/py_json.h"
+#include "common/state_file.h"
+
+namespace dmlp {
+namespace {
+
+std::string PathIn(const Plan& plan, const std::string& name) { return plan.out_dir + "/" + name; }
+
+bool Exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+Status MakeDirectories(const std::string& directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error) return Status::Error("IO_ERROR", "create " + directory + ": " + error.message());
+  if (!std::filesystem::is_directory(directory))
+    return Status::Error("IO_ERROR", directory + " is not a directory");
+  return Status::Ok();
+}
+
+nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string& final_loss,
+                              const std::string& params_sha256, const StateDigests& digests,
+                              const nlohmann::json& fingerprint) {
+  nlohmann::json rank_files = nlohmann::json::array();
+  for (int64_t rank = 0; rank < plan.num_processes; ++rank) rank_files.push_back(RankFileName(rank));
+  // The reference's fields (runtime.py Output.complete + train.py details),
+  // jax_version replaced by dmlp_version, plus fingerprint and state_file.
+  return {
+      {"complete", true},
+      {"dataset", "deterministic globally indexed Philox4x32-10 features and labels"},
+      {"digest_cost", "copies the state to host memory each step; hashed on a background thread "
+                      "while the next step computes"},
+      {"digest_policy", "every step: SHA-256 of the canonical state image (params leaves, adam "
+                        "count, mu leaves, nu leaves; C-order little-endian)"},
+      {"dmlp_version", DMLP_VERSION},
+      {"final_loss", final_loss},
+      {"final_opt_state_sha256", digests.opt},
+      {"final_params_sha256", digests.params},
+      {"fingerprint", fingerprint},
+      {"heartbeat_timeout_seconds", plan.heartbeat_timeout_seconds},
+      {"model",
+       {{"classes", plan.model.classes},
+        {"features", plan.model.features},
+        {"heartbeat_timeout_s", plan.heartbeat_timeout_seconds},
+        {"layers", plan.model.layers},
+        {"port", plan.coordinator_port},
+        {"process_id", plan.process_id},
+        {"processes", plan.num_processes},
+        {"width", plan.model.width}}},
+      {"optimizer", "adam"},
+      {"params_sha256", params_sha256},
+      {"plan", PlanDocument(plan)},
+      {"processes", plan.num_processes},
+      {"rank_files", rank_files},
+      {"state_file", kStateFile},
+      {"steps", steps},
+      {"updates_per_metric_step", plan.microbatches},
+  };
+}
+
+}  // namespace
+
+std::string RankFileName(int64_t rank) { return "rank-" + std::to_string(rank) + ".jsonl"; }
+
+Result<RunOutput> RunOutput::Open(const Plan& plan) {
+  DMLP_RETURN_IF_ERROR(MakeDirectories(plan.out_dir));
+  if (Exists(PathIn(plan, kResultFile))) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
+  const bool is_rank0 = plan.process_id == 0;
+  const std::string rank_path = PathIn(plan, RankFileName(plan.process_id));
+  const std::string metrics_path = PathIn(plan, kMetricsFile);
+  // Look before creating anything, so a refusal leaves OUT_DIR as it was.
+  if (Exists(rank_path)) return Status::Error("OUTPUT_EXISTS", rank_path);
+  if (is_rank0 && Exists(metrics_path)) return Status::Error("OUTPUT_EXISTS", metrics_path);
+  RunOutput output(plan);
+  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, CreateExclusive(rank_path, "OUTPUT_EXISTS"));
+  if (is_rank0) {
+    Result<int> metrics = CreateExclusive(metrics_path, "OUTPUT_EXISTS");
+    if (!metrics.ok()) {
+      ::close(output.rank_fd_);
+      output.rank_fd_ = -1;
+      ::unlink(rank_path.c_str());  // ours, created a moment ago and still empty
+      return metrics.status();
+    }
+    output.metrics_fd_ = *metrics;
+  }
+  return output;
+}
+
+RunOutput::RunOutput(RunOutput&& other) noexcept
+    : plan_(std::move(other.plan_)),
+      rank_fd_(std::exchange(other.rank_fd_, -1)),
+      metrics_fd_(std::exchange(other.metrics_fd_, -1)),
+      last_step_(other.last_step_),
+      last_loss_(std::move(other.last_loss_)),
+      last_hash_(std::move(other.last_hash_)) {}
+
+RunOutput::~RunOutput() { CloseFiles(); }
+
+void RunOutput::CloseFiles() {
+  if (rank_fd_ >= 0) ::close(rank_fd_);
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+  rank_fd_ = metrics_fd_ = -1;
+}
+
+Status RunOutput::Record(int64_t step, const std::string& loss, const std::string& params_sha256) {
+  if (step != last_step_ + 1)
+    return Status::Error("METRIC_STEP_NOT_CONTIGUOUS", "step " + std::to_string(step) +
+                                                           " after " + std::to_string(last_step_));
+  Receipt receipt{step, loss, params_sha256, plan_.process_id};
+  DMLP_RETURN_IF_ERROR(WriteAll(rank_fd_, FormatReceiptLine(receipt), RankFileName(plan_.process_id)));
+  if (metrics_fd_ >= 0) {
+    receipt.rank.reset();
+    DMLP_RETURN_IF_ERROR(WriteAll(metrics_fd_, FormatReceiptLine(receipt), kMetricsFile));
+    std::printf("METRIC step=%lld loss=%s params_sha256=%s\n", static_cast<long long>(step),
+                loss.c_str(), params_sha256.c_str());
+    std::fflush(stdout);
+  }
+  last_step_ = step;
+  last_loss_ = loss;
+  last_hash_ = params_sha256;
+  return Status::Ok();
+}
+
+Status RunOutput::Complete(const StateLayout& layout, const uint8_t* final_image,
+                           const nlohmann::json& fingerprint) {
+  if (last_step_ != plan_.steps)
+    return Status::Error("TRAINING_INCOMPLETE", "last step " + std::to_string(last_step_));
+  if (plan_.process_id != 0) return Status::Ok();
+  for (int fd : {rank_fd_, metrics_fd_}) {
+    if (fd >= 0 && ::fsync(fd) != 0)
+      return Status::Error("IO_ERROR", std::string("fsync receipts: ") + std::strerror(errno));
+  }
+  StateDigests digests = DigestStateImage(layout, final_image);
+  if (digests.state != last_hash_)
+    return Status::Error("INTERNAL", "final state digest differs from the last receipt");
+  DMLP_RETURN_IF_ERROR(WriteStateFile(PathIn(plan_, kStateFile), layout, final_image,
+                                      {{"step", std::to_string(last_step_)},
+                                       {"params_sha256", digests.state},
+                                       {"final_params_sha256", digests.params},
+                                       {"final_opt_state_sha256", digests.opt}}));
+  nlohmann::json document =
+      ResultDocument(plan_, plan_.steps, last_loss_, last_hash_, digests, fingerprint);
+  return WriteFileAtomically(PathIn(plan_, kResultFile), PyJsonDumps(document, 2) + "\n");
+}
+
+}  // namespace dmlp

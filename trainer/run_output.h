@@ -1,0 +1,63 @@
+// defines: RunOutput
+//
+// The files one rank writes into OUT_DIR (DESIGN.md "Receipts"):
+//   rank-<r>.jsonl   every rank, one receipt line per step
+//   metrics.jsonl    rank 0, the same lines without "rank"
+//   stdout           rank 0, "METRIC step=S loss=L params_sha256=H"
+//   state.safetensors, result.json   rank 0, once all ranks finished
+// Receipt files are created exclusively and each line goes out in one write()
+// through a descriptor without O_APPEND: a process restored from a freeze
+// rewrites the same bytes at the same offsets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/receipt.h"
+#include "common/state_digest.h"
+#include "common/state_layout.h"
+#include "common/status.h"
+#include "trainer/plan.h"
+
+namespace dmlp {
+
+inline constexpr char kResultFile[] = "result.json";
+inline constexpr char kMetricsFile[] = "metrics.jsonl";
+inline constexpr char kStateFile[] = "state.safetensors";
+/// "rank-<r>.jsonl"
+std::string RankFileName(int64_t rank);
+
+class RunOutput {
+ public:
+  /// Creates OUT_DIR if needed and this rank's receipt files. Nothing in OUT_DIR
+  /// changes on failure: OUTPUT_ALREADY_COMPLETE (result.json exists),
+  /// OUTPUT_EXISTS (a receipt file exists), IO_ERROR.
+  static Result<RunOutput> Open(const Plan& plan);
+  RunOutput(RunOutput&& other) noexcept;
+  RunOutput& operator=(RunOutput&&) = delete;
+  ~RunOutput();
+
+  /// Appends the step's receipt (and on rank 0 the metrics line and METRIC stdout line).
+  /// REQUIRES: steps are recorded in order 1, 2, ...
+  Status Record(int64_t step, const std::string& loss, const std::string& params_sha256);
+  /// Rank 0: writes state.safetensors then result.json (atomically, in that order).
+  /// `fingerprint` is the platform description (Backend::Fingerprint plus plan facts).
+  Status Complete(const StateLayout& layout, const uint8_t* final_image,
+                  const nlohmann::json& fingerprint);
+
+  int64_t last_step() const { return last_step_; }
+
+ private:
+  explicit RunOutput(const Plan& plan) : plan_(plan) {}
+  void CloseFiles();
+
+  Plan plan_;
+  int rank_fd_ = -1;
+  int metrics_fd_ = -1;  // rank 0 only
+  int64_t last_step_ = 0;
+  std::string last_loss_, last_hash_;
+};
+
+}  // namespace dmlp

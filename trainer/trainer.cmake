@@ -1,0 +1,18 @@
+# The shared trainer (plan, outputs, digest pipeline, training loop), the CPU
+# backend, and the dmlp-train executable. Included last from trainer/CMakeLists.txt.
+add_library(dmlp_trainer_core STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/backend_cpu.cc
+  ${CMAKE_CURRENT_LIST_DIR}/digest_pipeline.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
+  ${CMAKE_CURRENT_LIST_DIR}/plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/progress.cc
+  ${CMAKE_CURRENT_LIST_DIR}/run_output.cc
+  ${CMAKE_CURRENT_LIST_DIR}/trainer.cc
+)
+target_link_libraries(dmlp_trainer_core PUBLIC
+  dmlp_common dmlp_trainer_math dmlp_mlp_cpu dmlp_gemm_cpu dmlp_collectives_gloo
+  dmlp_rendezvous dmlp_backend_cuda ${DMLP_YAML_TARGET})
+
+add_executable(dmlp-train ${CMAKE_CURRENT_LIST_DIR}/main.cc)
+target_link_libraries(dmlp-train PRIVATE dmlp_trainer_core CLI11::CLI11)
+install(TARGETS dmlp-train RUNTIME DESTINATION bin)
