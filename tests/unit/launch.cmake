@@ -11,4 +11,4 @@ add_executable(launch_test
   ${CMAKE_CURRENT_LIST_DIR}/supervisor_test.cc
 )
 target_link_libraries(launch_test PRIVATE dmlp_launch_lib GTest::gtest_main)
-gtest_discover_tests(launch_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS "unit;launch")
+gtest_discover_tests(launch_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS launch)
