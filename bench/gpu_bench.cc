@@ -9,19 +9,18 @@
 // Output: `<precision>.<name>=<value>` lines on stdout (tests/gpu/ parses them).
 // It prints figures; it asserts nothing (STYLE: no timing assertions).
 #include <arpa/inet.h>
+#include <cuda_runtime_api.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <cuda_runtime_api.h>
 
 #include "common/sha256.h"
 #include "trainer/backend.h"
@@ -91,21 +90,25 @@ Result<double> SquareGemmRate(const cuda::CublasGemm& gemm, cudaStream_t stream,
   DMLP_ASSIGN_OR_RETURN(auto b, cuda::DeviceBuffer<float>::Create(floats, true));
   DMLP_ASSIGN_OR_RETURN(auto c, cuda::DeviceBuffer<float>::Create(floats, true));
   DMLP_ASSIGN_OR_RETURN(const double ms, TimeOnStream(stream, 5, [&] {
-                          return gemm.Sgemm(false, false, n, n, n, a.get(), n, b.get(), n, c.get(), n);
+                          return gemm.Sgemm(false, false, n, n, n, a.get(), n, b.get(), n, c.get(),
+                                            n);
                         }));
   return 2.0 * n * n * double(n) / (ms / 1000.0);
 }
 
 /// The update's GEMMs alone, in the backend's order and shapes (mlp_cuda.cc); and their FLOPs.
 Result<double> UpdateGemmMilliseconds(const cuda::CublasGemm& gemm, cudaStream_t stream,
-                                      const StateLayout& layout, int64_t shard_size,
-                                      int64_t shards, double* flops) {
+                                      const StateLayout& layout, int64_t shard_size, int64_t shards,
+                                      double* flops) {
   int64_t widest = layout.shape().features;
   for (int64_t layer = 0; layer < layout.dense_count(); ++layer)
     widest = std::max(widest, layout.fan_out(layer));
-  DMLP_ASSIGN_OR_RETURN(auto x, cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
-  DMLP_ASSIGN_OR_RETURN(auto d, cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
-  DMLP_ASSIGN_OR_RETURN(auto y, cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
+  DMLP_ASSIGN_OR_RETURN(auto x,
+                        cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
+  DMLP_ASSIGN_OR_RETURN(auto d,
+                        cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
+  DMLP_ASSIGN_OR_RETURN(auto y,
+                        cuda::DeviceBuffer<float>::Create(size_t(shard_size * widest), true));
   DMLP_ASSIGN_OR_RETURN(auto w, cuda::DeviceBuffer<float>::Create(size_t(widest * widest), true));
   const int n = static_cast<int>(shard_size);
   *flops = 0;
@@ -113,13 +116,16 @@ Result<double> UpdateGemmMilliseconds(const cuda::CublasGemm& gemm, cudaStream_t
     for (int64_t shard = 0; shard < shards; ++shard) {
       for (int64_t layer = 0; layer < layout.dense_count(); ++layer) {
         const int in = int(layout.fan_in(layer)), out = int(layout.fan_out(layer));
-        DMLP_RETURN_IF_ERROR(gemm.Sgemm(false, false, n, out, in, x.get(), in, w.get(), out, y.get(), out));
+        DMLP_RETURN_IF_ERROR(
+            gemm.Sgemm(false, false, n, out, in, x.get(), in, w.get(), out, y.get(), out));
       }
       for (int64_t layer = layout.dense_count() - 1; layer >= 0; --layer) {
         const int in = int(layout.fan_in(layer)), out = int(layout.fan_out(layer));
-        DMLP_RETURN_IF_ERROR(gemm.Sgemm(true, false, in, out, n, x.get(), in, d.get(), out, w.get(), out));
+        DMLP_RETURN_IF_ERROR(
+            gemm.Sgemm(true, false, in, out, n, x.get(), in, d.get(), out, w.get(), out));
         if (layer > 0)
-          DMLP_RETURN_IF_ERROR(gemm.Sgemm(false, true, n, in, out, d.get(), out, w.get(), out, y.get(), in));
+          DMLP_RETURN_IF_ERROR(
+              gemm.Sgemm(false, true, n, in, out, d.get(), out, w.get(), out, y.get(), in));
       }
     }
     return Status::Ok();
@@ -191,10 +197,12 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   const nlohmann::json before = backend->Profile();
   DMLP_ASSIGN_OR_RETURN(const double plain, StepSeconds(*backend, options, nullptr, 2));
   const nlohmann::json after = backend->Profile();
-  DigestPipeline digests(*backend, layout.image_bytes(),
-                         [](int64_t, const std::string&, const std::string&) { return Status::Ok(); });
+  DigestPipeline digests(
+      *backend, layout.image_bytes(),
+      [](int64_t, const std::string&, const std::string&, const uint8_t*) { return Status::Ok(); });
   DMLP_RETURN_IF_ERROR(digests.Start());
-  DMLP_ASSIGN_OR_RETURN(const double digested, StepSeconds(*backend, options, &digests, 2 + options.steps));
+  DMLP_ASSIGN_OR_RETURN(const double digested,
+                        StepSeconds(*backend, options, &digests, 2 + options.steps));
   const double updates = double(options.steps * options.microbatches);
   Print(precision, "update_ms", plain / double(options.microbatches) * 1e3);
   for (const char* phase : {"data", "compute", "collectives", "optimizer"})
@@ -238,7 +246,8 @@ int Main(int argc, char** argv) {
   app.add_option("--precision", options.precision)->check(CLI::IsMember({"fp32", "tf32", "both"}));
   CLI11_PARSE(app, argc, argv);
   if (options.batch % options.data_shards != 0) {
-    std::fprintf(stderr, "gpu_bench: error: ENV_INVALID: --batch must be divisible by --data-shards\n");
+    std::fprintf(stderr,
+                 "gpu_bench: error: ENV_INVALID: --batch must be divisible by --data-shards\n");
     return 2;
   }
   for (const char* name : {"fp32", "tf32"}) {

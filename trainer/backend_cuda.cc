@@ -34,6 +34,8 @@
 #include "trainer/ordered_reduce.h"
 #include "trainer/rendezvous.h"
 
+extern char** environ;
+
 namespace dmlp {
 namespace {
 
@@ -49,12 +51,18 @@ constexpr size_t kPartialAlignFloats = 64;
 
 void FreePinned(uint8_t* buffer) { (void)cudaFreeHost(buffer); }
 
-/// Environment settings that change what cuBLAS or the device computes.
+/// Environment settings that change what cuBLAS or the device computes
+/// (NCCL_* are recorded by the trainer itself).
 nlohmann::json CudaEnvironment() {
   nlohmann::json settings = nlohmann::json::object();
-  for (const char* name : {"NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG",
-                           "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"}) {
-    if (const char* value = std::getenv(name)) settings[name] = value;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const size_t equals = text.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string name = text.substr(0, equals);
+    if (name.rfind("CUBLAS", 0) == 0 || name == "NVIDIA_TF32_OVERRIDE" ||
+        name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER")
+      settings[name] = text.substr(equals + 1);
   }
   return settings;
 }
@@ -65,8 +73,8 @@ class CudaBackend final : public Backend {
     reduction_.parameter_count = layout.parameter_count();
     reduction_.world_size = static_cast<size_t>(plan.num_processes);
     reduction_.shards_per_rank = static_cast<size_t>(plan.shards_per_rank());
-    partial_stride_ = (reduction_.padded_length() + kPartialAlignFloats - 1) /
-                      kPartialAlignFloats * kPartialAlignFloats;
+    partial_stride_ = (reduction_.padded_length() + kPartialAlignFloats - 1) / kPartialAlignFloats *
+                      kPartialAlignFloats;
   }
 
   ~CudaBackend() override {
@@ -82,21 +90,24 @@ class CudaBackend final : public Backend {
     DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_.local_rank));
     DMLP_ASSIGN_OR_RETURN(stream_, CudaStream::Create());
     DMLP_ASSIGN_OR_RETURN(copy_stream_, CudaStream::Create());
-    DMLP_ASSIGN_OR_RETURN(gemm_, cuda::CublasGemm::Create(
-                                     stream_.get(), plan_.matmul_precision == MatmulPrecision::kTf32));
-    DMLP_ASSIGN_OR_RETURN(mlp_, cuda::CudaMlp::Create(layout_, plan_.shard_size(), &gemm_, stream_.get()));
+    DMLP_ASSIGN_OR_RETURN(
+        gemm_,
+        cuda::CublasGemm::Create(stream_.get(), plan_.matmul_precision == MatmulPrecision::kTf32));
+    DMLP_ASSIGN_OR_RETURN(
+        mlp_, cuda::CudaMlp::Create(layout_, plan_.shard_size(), &gemm_, stream_.get()));
     DMLP_ASSIGN_OR_RETURN(state_, DeviceBuffer<uint8_t>::Create(layout_.image_bytes(), true));
     const size_t shard_samples = static_cast<size_t>(plan_.shard_size());
-    DMLP_ASSIGN_OR_RETURN(inputs_, DeviceBuffer<float>::Create(shard_samples * plan_.model.features));
+    DMLP_ASSIGN_OR_RETURN(inputs_,
+                          DeviceBuffer<float>::Create(shard_samples * plan_.model.features));
     DMLP_ASSIGN_OR_RETURN(labels_, DeviceBuffer<int32_t>::Create(shard_samples));
     // Zeroed once: the padding after the loss is never written and must stay 0.
-    DMLP_ASSIGN_OR_RETURN(partials_, DeviceBuffer<float>::Create(
-                                         reduction_.shards_per_rank * partial_stride_, true));
+    DMLP_ASSIGN_OR_RETURN(
+        partials_, DeviceBuffer<float>::Create(reduction_.shards_per_rank * partial_stride_, true));
     DMLP_ASSIGN_OR_RETURN(reduced_, DeviceBuffer<float>::Create(reduction_.padded_length(), true));
     const bool ordered_exchange = plan_.num_processes > 1 && plan_.reduction == Reduction::kOrdered;
     if (ordered_exchange) {
-      DMLP_ASSIGN_OR_RETURN(receive_, DeviceBuffer<float>::Create(
-                                          size_t(plan_.data_shards) * reduction_.slice_length()));
+      DMLP_ASSIGN_OR_RETURN(receive_, DeviceBuffer<float>::Create(size_t(plan_.data_shards) *
+                                                                  reduction_.slice_length()));
       DMLP_ASSIGN_OR_RETURN(folded_, DeviceBuffer<float>::Create(reduction_.slice_length()));
     }
     void* loss_host = nullptr;
@@ -108,8 +119,9 @@ class CudaBackend final : public Backend {
     DMLP_ASSIGN_OR_RETURN(cublas_version_, cuda::CublasGemm::LibraryVersion());
     DMLP_ASSIGN_OR_RETURN(nccl_version_, cuda::NcclComm::LibraryVersion());
     if (plan_.num_processes > 1) {
-      DMLP_ASSIGN_OR_RETURN(comm_, cuda::NcclComm::Create(
-                                       rendezvous, std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
+      DMLP_ASSIGN_OR_RETURN(
+          comm_, cuda::NcclComm::Create(rendezvous,
+                                        std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
     }
     initialized_ = true;
     return Status::Ok();
@@ -117,13 +129,14 @@ class CudaBackend final : public Backend {
 
   nlohmann::json Fingerprint() const override {
     return {{"platform", "cuda"},
-            {"device", {{"name", device_.name},
-                        {"sm_count", device_.sm_count},
-                        {"compute_capability", std::to_string(device_.compute_major) + "." +
-                                                   std::to_string(device_.compute_minor)},
-                        {"memory_bytes", device_.total_memory},
-                        {"pci_bus_id", device_.pci_bus_id},
-                        {"ordinal", device_.index}}},
+            {"device",
+             {{"name", device_.name},
+              {"sm_count", device_.sm_count},
+              {"compute_capability",
+               std::to_string(device_.compute_major) + "." + std::to_string(device_.compute_minor)},
+              {"memory_bytes", device_.total_memory},
+              {"pci_bus_id", device_.pci_bus_id},
+              {"ordinal", device_.index}}},
             {"cuda_driver", cuda::VersionText(device_.driver_version)},
             {"cuda_runtime", cuda::VersionText(device_.runtime_version)},
             {"cublas", cublas_version_},
@@ -144,8 +157,8 @@ class CudaBackend final : public Backend {
     DMLP_RETURN_IF_ERROR(broken_);
     return Guard([&]() -> Status {
       DMLP_RETURN_IF_ERROR(WaitForSnapshotCopy());
-      CUDA_CHECK(cudaMemcpyAsync(state_.get(), image, layout_.image_bytes(),
-                                 cudaMemcpyHostToDevice, stream_.get()));
+      CUDA_CHECK(cudaMemcpyAsync(state_.get(), image, layout_.image_bytes(), cudaMemcpyHostToDevice,
+                                 stream_.get()));
       DMLP_RETURN_IF_ERROR(WaitForStream());
       std::memcpy(&count_, image + layout_.count_offset(), sizeof count_);
       return Status::Ok();
@@ -279,8 +292,8 @@ class CudaBackend final : public Backend {
       return comm_->AllReduceSum(reduced_.get(), reduction_.loss_index() + 1, stream);
     }
     const size_t slice = reduction_.slice_length();
-    DMLP_RETURN_IF_ERROR(comm_->AllToAllSlices(partials_.get(), local_shards, partial_stride_, slice,
-                                               receive_.get(), stream));
+    DMLP_RETURN_IF_ERROR(comm_->AllToAllSlices(partials_.get(), local_shards, partial_stride_,
+                                               slice, receive_.get(), stream));
     DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(receive_.get(), size_t(plan_.data_shards), slice,
                                                   slice, folded_.get(), stream));
     return comm_->AllGather(folded_.get(), reduced_.get(), slice, stream);
@@ -308,8 +321,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> receive_, folded_;  // ordered exchange with several ranks
   DeviceBuffer<float> reduced_;           // padded: global gradient, loss sum, zeros
   SnapshotBuffer loss_host_{nullptr, &FreePinned};  // pinned float: the last update's loss sum
-  std::unique_ptr<cuda::NcclComm> comm_;  // null with one process
-  int32_t count_ = 0;     // Adam count of the state the next update starts from
+  std::unique_ptr<cuda::NcclComm> comm_;            // null with one process
+  int32_t count_ = 0;  // Adam count of the state the next update starts from
   int64_t updates_ = 0;
   bool initialized_ = false;  // Initialize() succeeded
   Status broken_;

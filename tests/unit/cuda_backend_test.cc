@@ -61,7 +61,8 @@ class CudaBackendTest : public ::testing::Test {
     EXPECT_TRUE(backend.ok()) << backend.status().ToString();
     if (!backend.ok()) return run;
     std::vector<uint8_t> initial(layout->image_bytes(), 0);
-    EXPECT_TRUE(InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())).ok());
+    EXPECT_TRUE(
+        InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())).ok());
     EXPECT_TRUE((*backend)->LoadState(initial.data()).ok());
     for (int update = 0; update < updates; ++update) {
       EXPECT_TRUE((*backend)->Update(1 + update / 2, update % 2).ok());
@@ -128,7 +129,8 @@ TEST_F(CudaBackendTest, SnapshotIsTheStateWhenBegunWhileUpdatesContinue) {
   auto backend = CreateCudaBackend(plan, *layout, *rendezvous_);
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
   std::vector<uint8_t> initial(layout->image_bytes(), 0);
-  DMLP_ASSERT_OK(InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())));
+  DMLP_ASSERT_OK(
+      InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())));
   DMLP_ASSERT_OK((*backend)->LoadState(initial.data()));
   // LoadState then snapshot: the same image back.
   auto buffer = (*backend)->AllocateSnapshotBuffer();

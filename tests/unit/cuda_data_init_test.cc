@@ -39,16 +39,16 @@ TEST(CudaDataGen, BitIdenticalToCpu) {
   for (int64_t features : {1, 2, 3, 4, 5, 7, 33, 512}) {
     ExpectSamplesMatch({42, features, 10}, 1, 0, 0, 64);
   }
-  ExpectSamplesMatch({0, 16, 1}, 3, 7, 100, 131);                    // one class, odd range
+  ExpectSamplesMatch({0, 16, 1}, 3, 7, 100, 131);  // one class, odd range
   ExpectSamplesMatch({(uint64_t{1} << 62) + 12345, 9, 1000}, 4000000000, 1, 4096, 4160);
-  ExpectSamplesMatch({7, 512, 10}, 20, 7, 2048, 4096);               // the spec's second half
+  ExpectSamplesMatch({7, 512, 10}, 20, 7, 2048, 4096);  // the spec's second half
 }
 
 TEST(CudaInitGen, BitIdenticalToCpu) {
   DMLP_REQUIRE_GPU();
   // 11 Dense layers, so "Dense_10" sorts before "Dense_2" in the canonical layout.
-  for (const ModelShape& shape : {ModelShape{5, 7, 2, 3}, ModelShape{3, 4, 10, 2},
-                                  ModelShape{512, 256, 3, 10}}) {
+  for (const ModelShape& shape :
+       {ModelShape{5, 7, 2, 3}, ModelShape{3, 4, 10, 2}, ModelShape{512, 256, 3, 10}}) {
     auto layout = StateLayout::Create(shape);
     ASSERT_TRUE(layout.ok());
     const size_t count = layout->parameter_count();

@@ -1,9 +1,8 @@
 // The CUDA platform's device selection and error reporting. The tests of the
 // no-GPU path run on machines WITHOUT a GPU (CI) and skip where there is one;
 // the layout test needs a GPU.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <string>
 
@@ -42,8 +41,9 @@ TEST(CudaCheck, NamesCallErrorFileLineAndRank) {
   cuda::SetErrorRank(3);
   const Status status = FailingCudaCall();
   EXPECT_EQ(status.code(), "CUDA_ERROR");
-  EXPECT_NE(status.detail().find("cudaErrorMemoryAllocation: out of memory (cudaErrorMemoryAllocation)"),
-            std::string::npos)
+  EXPECT_NE(
+      status.detail().find("cudaErrorMemoryAllocation: out of memory (cudaErrorMemoryAllocation)"),
+      std::string::npos)
       << status.ToString();
   EXPECT_NE(status.detail().find(" at tests/unit/cuda_device_test.cc:"), std::string::npos)
       << status.ToString();

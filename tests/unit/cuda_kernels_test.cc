@@ -85,7 +85,8 @@ TEST(CudaBiasRelu, ForwardBitEqualToCpuLoop) {
     }
     auto device_y = ToDevice(y);
     auto device_bias = ToDevice(bias);
-    DMLP_ASSERT_OK(cuda::BiasReluForward(device_y.get(), device_bias.get(), rows, cols, relu, nullptr));
+    DMLP_ASSERT_OK(
+        cuda::BiasReluForward(device_y.get(), device_bias.get(), rows, cols, relu, nullptr));
     const std::vector<float> got = ToHost(device_y.get(), y.size());
     EXPECT_TRUE(SameBits(got, expected)) << "relu=" << relu;
     EXPECT_TRUE(std::isnan(got[0]));
@@ -168,13 +169,18 @@ TEST(CudaSoftmaxXent, MatchesCpuReferenceAndRepeatsBits) {
 // double reference: (32 + 3 + chunks) * 2^-24 * sum|terms|.
 TEST(CudaBiasGrad, BitEqualToDocumentedOrder) {
   DMLP_REQUIRE_GPU();
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {255, 3}, {256, 33}, {1000, 37},
-                            {4096, 2048}, {70000, 10}}) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1},
+                            {255, 3},
+                            {256, 33},
+                            {1000, 37},
+                            {4096, 2048},
+                            {70000, 10}}) {
     const std::vector<float> delta = RandomFloats(rows * cols, 6);
     auto device_delta = ToDevice(delta);
     auto scratch = PoisonedDevice<float>(cuda::BiasGradientScratchFloats(rows, cols));
     auto out = PoisonedDevice<float>(cols);
-    DMLP_ASSERT_OK(cuda::BiasGradient(device_delta.get(), rows, cols, scratch.get(), out.get(), nullptr));
+    DMLP_ASSERT_OK(
+        cuda::BiasGradient(device_delta.get(), rows, cols, scratch.get(), out.get(), nullptr));
     const std::vector<float> got = ToHost(out.get(), cols);
     EXPECT_TRUE(SameBits(got, BiasGradInKernelOrder(delta, rows, cols))) << rows << "x" << cols;
     const double depth = 32 + 3 + double(rows + 255) / 256;
@@ -184,7 +190,8 @@ TEST(CudaBiasGrad, BitEqualToDocumentedOrder) {
         sum += delta[i * cols + j];
         magnitude += std::abs(delta[i * cols + j]);
       }
-      ASSERT_NEAR(got[j], sum, depth * 0x1p-24 * magnitude) << rows << "x" << cols << " column " << j;
+      ASSERT_NEAR(got[j], sum, depth * 0x1p-24 * magnitude)
+          << rows << "x" << cols << " column " << j;
     }
   }
 }
@@ -193,9 +200,10 @@ TEST(CudaBiasGrad, BitEqualToDocumentedOrder) {
 // Values of very different magnitudes make any other order visible.
 TEST(CudaFold, BitEqualToFoldShardsInOrder) {
   DMLP_REQUIRE_GPU();
-  for (auto [shards, stride, length] :
-       {std::tuple<size_t, size_t, size_t>{1, 10, 10}, {3, 1000, 999}, {8, 4161, 4097},
-        {16, 1 << 16, (1 << 16) - 5}}) {
+  for (auto [shards, stride, length] : {std::tuple<size_t, size_t, size_t>{1, 10, 10},
+                                        {3, 1000, 999},
+                                        {8, 4161, 4097},
+                                        {16, 1 << 16, (1 << 16) - 5}}) {
     std::vector<float> partials = RandomFloats(shards * stride, 7);
     for (size_t e = 0; e < partials.size(); e += 3) partials[e] *= 1e7f;
     std::vector<float> expected(length);

@@ -34,8 +34,8 @@ struct ShardResult {
 TEST(CudaMlp, ShardGradientMatchesCpuMlp) {
   DMLP_REQUIRE_GPU();
   ASSERT_TRUE(InitCpuGemm(1).ok());
-  for (const ModelShape& shape : {ModelShape{33, 64, 2, 10}, ModelShape{16, 24, 0, 5},
-                                  ModelShape{8, 16, 10, 3}}) {
+  for (const ModelShape& shape :
+       {ModelShape{33, 64, 2, 10}, ModelShape{16, 24, 0, 5}, ModelShape{8, 16, 10, 3}}) {
     auto layout = StateLayout::Create(shape);
     ASSERT_TRUE(layout.ok());
     const int64_t shard_size = 100, batch = 300;
@@ -44,7 +44,8 @@ TEST(CudaMlp, ShardGradientMatchesCpuMlp) {
     // Non-zero biases, so bias handling is exercised.
     for (const StateLeaf& leaf : layout->leaves())
       if (!leaf.is_kernel)
-        for (size_t i = 0; i < leaf.size; ++i) params[leaf.offset + i] = 0.01f * float(i % 7) - 0.03f;
+        for (size_t i = 0; i < leaf.size; ++i)
+          params[leaf.offset + i] = 0.01f * float(i % 7) - 0.03f;
     const SampleSpec spec{42, shape.features, shape.classes};
     std::vector<float> inputs(shard_size * shape.features);
     std::vector<int32_t> labels(shard_size);
@@ -54,8 +55,8 @@ TEST(CudaMlp, ShardGradientMatchesCpuMlp) {
     ASSERT_TRUE(cpu_mlp.ok());
     ShardResult cpu;
     cpu.grad.resize(params.size());
-    cpu.loss_sum = cpu_mlp->ShardGradient(params.data(), inputs.data(), labels.data(), batch,
-                                          cpu.grad.data());
+    cpu.loss_sum =
+        cpu_mlp->ShardGradient(params.data(), inputs.data(), labels.data(), batch, cpu.grad.data());
 
     auto gemm = cuda::CublasGemm::Create(nullptr, /*tf32=*/false);
     ASSERT_TRUE(gemm.ok()) << gemm.status().ToString();

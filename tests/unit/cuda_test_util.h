@@ -5,29 +5,28 @@
 // or driver; tests/gpu/run_gpu_checks.sh runs them where there is one.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "trainer/cuda/device_buffer.h"
 #include "trainer/cuda/device_select.h"
 
 /// Skips the test without a usable GPU; otherwise makes device 0 current.
-#define DMLP_REQUIRE_GPU()                                                 \
-  do {                                                                     \
-    const auto dmlp_devices_ = ::dmlp::cuda::VisibleDeviceCount();         \
+#define DMLP_REQUIRE_GPU()                                                      \
+  do {                                                                          \
+    const auto dmlp_devices_ = ::dmlp::cuda::VisibleDeviceCount();              \
     if (!dmlp_devices_.ok()) GTEST_SKIP() << dmlp_devices_.status().ToString(); \
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);                              \
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);                                   \
   } while (0)
 
 /// Asserts a Status is ok, printing it otherwise.
-#define DMLP_ASSERT_OK(expr)                            \
-  do {                                                  \
-    const ::dmlp::Status dmlp_test_status_ = (expr);    \
+#define DMLP_ASSERT_OK(expr)                                             \
+  do {                                                                   \
+    const ::dmlp::Status dmlp_test_status_ = (expr);                     \
     ASSERT_TRUE(dmlp_test_status_.ok()) << dmlp_test_status_.ToString(); \
   } while (0)
 
@@ -39,9 +38,9 @@ cuda::DeviceBuffer<T> ToDevice(const std::vector<T>& values) {
   auto buffer = cuda::DeviceBuffer<T>::Create(values.size());
   EXPECT_TRUE(buffer.ok()) << buffer.status().ToString();
   if (!buffer.ok()) return {};
-  EXPECT_EQ(cudaMemcpy(buffer->get(), values.data(), values.size() * sizeof(T),
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(buffer->get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+      cudaSuccess);
   return std::move(buffer).value();
 }
 

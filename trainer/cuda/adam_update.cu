@@ -1,5 +1,4 @@
 #include "trainer/cuda/adam_update.h"
-
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 
@@ -10,8 +9,8 @@ namespace {
 // with AdamElement, whose operations are un-fused IEEE intrinsics on the device
 // (device_macros.h); the bias corrections come from the host as float32
 // scalars, so no powf runs here. No element depends on another.
-__global__ void adam_update_kernel(AdamScalars scalars, const float* grad, float* params,
-                                   float* mu, float* nu, size_t count, int32_t* count_slot,
+__global__ void adam_update_kernel(AdamScalars scalars, const float* grad, float* params, float* mu,
+                                   float* nu, size_t count, int32_t* count_slot,
                                    int32_t next_count) {
   const size_t first = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (first == 0) *count_slot = next_count;

@@ -5,10 +5,10 @@
 // both platforms get the same bits.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "common/status.h"
 #include "trainer/adam.h"

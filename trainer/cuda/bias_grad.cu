@@ -1,5 +1,4 @@
 #include "trainer/cuda/bias_grad.h"
-
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/device_macros.h"
@@ -11,7 +10,9 @@ constexpr int kColumnsPerBlock = 32;  // one warp reads 32 neighbouring columns 
 constexpr int kRowLanes = 8;          // threads sharing one column inside a chunk
 static_assert(kBiasGradRowsPerChunk % kRowLanes == 0, "chunks split evenly into lanes");
 
-DMLP_HOST_DEVICE DMLP_INLINE int64_t ChunkCount(int64_t rows) { return (rows + kBiasGradRowsPerChunk - 1) / kBiasGradRowsPerChunk; }
+DMLP_HOST_DEVICE DMLP_INLINE int64_t ChunkCount(int64_t rows) {
+  return (rows + kBiasGradRowsPerChunk - 1) / kBiasGradRowsPerChunk;
+}
 
 // Level 1, bit-exact run to run: chunk c covers rows [256c, 256c + 256). In it,
 // lane y of column j sums rows 256c + y, + 8, + 16, ... in that order; the 8
@@ -55,7 +56,8 @@ __global__ void bias_grad_fold_kernel(const float* chunk_sums, int64_t chunks, i
   for (int64_t col = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; col < cols;
        col += int64_t{gridDim.x} * blockDim.x) {
     float sum = chunk_sums[col];
-    for (int64_t chunk = 1; chunk < chunks; ++chunk) sum = FAdd(sum, chunk_sums[chunk * cols + col]);
+    for (int64_t chunk = 1; chunk < chunks; ++chunk)
+      sum = FAdd(sum, chunk_sums[chunk * cols + col]);
     out[col] = sum;
   }
 }

@@ -4,10 +4,10 @@
 // row-major), in a fixed order and without atomics (see the kernels).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "common/status.h"
 

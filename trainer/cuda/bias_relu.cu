@@ -1,5 +1,4 @@
 #include "trainer/cuda/bias_relu.h"
-
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/device_macros.h"
@@ -35,7 +34,8 @@ __global__ void relu_backward_kernel(float* delta, const float* activation, int6
 Status BiasReluForward(float* y, const float* bias, int64_t rows, int64_t cols, bool relu,
                        cudaStream_t stream) {
   if (rows < 1 || cols < 1) return Status::Error("INTERNAL", "BiasReluForward: empty shape");
-  const dim3 grid(GridBlocks(static_cast<uint64_t>(cols)), GridBlocks(static_cast<uint64_t>(rows), 1));
+  const dim3 grid(GridBlocks(static_cast<uint64_t>(cols)),
+                  GridBlocks(static_cast<uint64_t>(rows), 1));
   bias_relu_forward_kernel<<<grid, kThreadsPerBlock, 0, stream>>>(y, bias, rows, cols, relu);
   CUDA_CHECK(cudaGetLastError());
   return Status::Ok();

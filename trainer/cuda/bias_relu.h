@@ -5,9 +5,9 @@
 // for the same GEMM output.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "common/status.h"
 

@@ -37,27 +37,27 @@ Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, c
 }  // namespace dmlp::cuda
 
 /// Returns CUDA_ERROR from the enclosing function when `call` does not give cudaSuccess.
-#define CUDA_CHECK(call)                                                               \
-  do {                                                                                 \
-    const cudaError_t dmlp_cuda_error_ = (call);                                       \
-    if (dmlp_cuda_error_ != cudaSuccess)                                               \
+#define CUDA_CHECK(call)                                                                 \
+  do {                                                                                   \
+    const cudaError_t dmlp_cuda_error_ = (call);                                         \
+    if (dmlp_cuda_error_ != cudaSuccess)                                                 \
       return ::dmlp::cuda::CudaErrorStatus(dmlp_cuda_error_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// Returns CUBLAS_ERROR from the enclosing function unless `call` gives CUBLAS_STATUS_SUCCESS.
-#define CUBLAS_CHECK(call)                                                                 \
-  do {                                                                                     \
-    const cublasStatus_t dmlp_cublas_status_ = (call);                                     \
-    if (dmlp_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                      \
+#define CUBLAS_CHECK(call)                                                                    \
+  do {                                                                                        \
+    const cublasStatus_t dmlp_cublas_status_ = (call);                                        \
+    if (dmlp_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                         \
       return ::dmlp::cuda::CublasErrorStatus(dmlp_cublas_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// Returns NCCL_ERROR unless `call` gives ncclSuccess. With a non-blocking
 /// communicator, ncclInProgress is not an error: the caller then waits for the
 /// communicator (nccl_collectives.h). `comm` (may be nullptr) supplies ncclGetLastError.
-#define NCCL_CHECK(comm, call)                                                               \
-  do {                                                                                       \
-    const ncclResult_t dmlp_nccl_result_ = (call);                                           \
-    if (dmlp_nccl_result_ != ncclSuccess && dmlp_nccl_result_ != ncclInProgress)             \
+#define NCCL_CHECK(comm, call)                                                                    \
+  do {                                                                                            \
+    const ncclResult_t dmlp_nccl_result_ = (call);                                                \
+    if (dmlp_nccl_result_ != ncclSuccess && dmlp_nccl_result_ != ncclInProgress)                  \
       return ::dmlp::cuda::NcclErrorStatus(dmlp_nccl_result_, (comm), #call, __FILE__, __LINE__); \
   } while (0)

@@ -1,6 +1,5 @@
-#include "trainer/cuda/data_gen.h"
-
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/data_gen.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/philox.h"
 #include "trainer/sample_math.h"
@@ -39,8 +38,7 @@ __global__ void sample_labels_kernel(PhiloxKey key, uint32_t classes, uint32_t s
                                      int32_t* labels) {
   for (int64_t row = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; row < rows;
        row += int64_t{gridDim.x} * blockDim.x) {
-    labels[row] =
-        SampleLabel(key, static_cast<uint32_t>(begin + row), step, microbatch, classes);
+    labels[row] = SampleLabel(key, static_cast<uint32_t>(begin + row), step, microbatch, classes);
   }
 }
 

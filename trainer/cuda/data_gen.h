@@ -5,9 +5,9 @@
 // bytes are the CPU platform's.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "common/status.h"
 #include "trainer/data.h"

@@ -7,10 +7,10 @@
 // break freeze/restore (cuda-checkpoint + CRIU).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <utility>
-
-#include <cuda_runtime_api.h>
 
 #include "common/status.h"
 #include "trainer/cuda/cuda_check.h"

@@ -29,8 +29,8 @@ Result<int> VisibleDeviceCount() {
                                                  cudaGetErrorName(error) + ")");
   }
   if (count == 0) {
-    return Status::Error("CUDA_UNAVAILABLE",
-                         "no CUDA device visible (CUDA_VISIBLE_DEVICES " + VisibleDevicesSetting() + ")");
+    return Status::Error("CUDA_UNAVAILABLE", "no CUDA device visible (CUDA_VISIBLE_DEVICES " +
+                                                 VisibleDevicesSetting() + ")");
   }
   return count;
 }
@@ -41,8 +41,8 @@ Result<DeviceFacts> SelectDevice(int64_t local_rank) {
     return Status::Error("DEVICE_LAYOUT_INVALID",
                          "LOCAL_RANK " + std::to_string(local_rank) + " needs visible GPU " +
                              std::to_string(local_rank) + " but " + std::to_string(count) +
-                             " GPU(s) are visible (CUDA_VISIBLE_DEVICES " + VisibleDevicesSetting() +
-                             "); run at most one rank per GPU");
+                             " GPU(s) are visible (CUDA_VISIBLE_DEVICES " +
+                             VisibleDevicesSetting() + "); run at most one rank per GPU");
   }
   DeviceFacts facts;
   facts.index = static_cast<int>(local_rank);

@@ -14,15 +14,15 @@ namespace dmlp::cuda {
 
 /// What result.json's fingerprint records about the device and the CUDA stack.
 struct DeviceFacts {
-  int index = 0;               // visible device ordinal (= LOCAL_RANK)
-  std::string name;            // "NVIDIA H200"
-  std::string pci_bus_id;      // "0000:19:00.0"
-  int sm_count = 0;            // bits are promised per (model, SM count)
+  int index = 0;           // visible device ordinal (= LOCAL_RANK)
+  std::string name;        // "NVIDIA H200"
+  std::string pci_bus_id;  // "0000:19:00.0"
+  int sm_count = 0;        // bits are promised per (model, SM count)
   int compute_major = 0;
   int compute_minor = 0;
-  size_t total_memory = 0;     // bytes
-  int driver_version = 0;      // CUDA version the driver supports, e.g. 12080
-  int runtime_version = 0;     // cudart this process runs with, e.g. 12080
+  size_t total_memory = 0;  // bytes
+  int driver_version = 0;   // CUDA version the driver supports, e.g. 12080
+  int runtime_version = 0;  // cudart this process runs with, e.g. 12080
 };
 
 /// Visible CUDA devices; CUDA_UNAVAILABLE (with the runtime's reason) when there

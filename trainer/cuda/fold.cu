@@ -1,6 +1,5 @@
-#include "trainer/cuda/fold.h"
-
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/fold.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/device_macros.h"
 

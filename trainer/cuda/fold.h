@@ -4,9 +4,9 @@
 // device: the same additions, in the same order, as FoldShardsInOrder.
 #pragma once
 
-#include <cstddef>
-
 #include <cuda_runtime_api.h>
+
+#include <cstddef>
 
 #include "common/status.h"
 

@@ -38,9 +38,9 @@ Status CublasGemm::Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k
   const float alpha = 1.0f;
   const float beta = 0.0f;
   CUBLAS_CHECK(cublasGemmEx(handle_.get(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
-                            CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
-                            compute_type_, CUBLAS_GEMM_DEFAULT));
+                            transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
+                            ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute_type_,
+                            CUBLAS_GEMM_DEFAULT));
   return Status::Ok();
 }
 

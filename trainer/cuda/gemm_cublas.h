@@ -9,12 +9,12 @@
 // reproducibility"), which is the bit promise of DESIGN.md.
 #pragma once
 
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <memory>
 #include <string>
-
-#include <cublas_api.h>
-#include <cuda_runtime_api.h>
 
 #include "common/status.h"
 #include "trainer/cuda/device_buffer.h"

@@ -1,8 +1,7 @@
-#include "trainer/cuda/init_gen.h"
-
 #include <string>
 
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/init_gen.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/init.h"
 #include "trainer/philox.h"

@@ -5,9 +5,9 @@
 // (trainer/init.cc), so the bits are InitParams'.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "common/state_layout.h"
 #include "common/status.h"

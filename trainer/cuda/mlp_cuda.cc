@@ -36,8 +36,8 @@ Result<CudaMlp> CudaMlp::Create(const StateLayout& layout, int64_t shard_size,
   DMLP_ASSIGN_OR_RETURN(mlp.delta_, DeviceBuffer<float>::Create(delta_floats));
   DMLP_ASSIGN_OR_RETURN(mlp.delta_below_, DeviceBuffer<float>::Create(delta_floats));
   DMLP_ASSIGN_OR_RETURN(mlp.row_loss_, DeviceBuffer<float>::Create(size_t(shard_size)));
-  DMLP_ASSIGN_OR_RETURN(mlp.bias_grad_scratch_, DeviceBuffer<float>::Create(
-                                                    BiasGradientScratchFloats(shard_size, widest)));
+  DMLP_ASSIGN_OR_RETURN(mlp.bias_grad_scratch_,
+                        DeviceBuffer<float>::Create(BiasGradientScratchFloats(shard_size, widest)));
   return mlp;
 }
 
@@ -82,8 +82,8 @@ Status CudaMlp::Backward(const float* params, const float* inputs, float* grad) 
     if (layer == 0) break;
     // Through the kernel (delta . kernel^T, n x in), then through the ReLU below.
     const float* kernel = params + layout_.kernel(layer).offset;
-    DMLP_RETURN_IF_ERROR(
-        gemm_->Sgemm(false, true, n, in, out, delta_.get(), out, kernel, out, delta_below_.get(), in));
+    DMLP_RETURN_IF_ERROR(gemm_->Sgemm(false, true, n, in, out, delta_.get(), out, kernel, out,
+                                      delta_below_.get(), in));
     DMLP_RETURN_IF_ERROR(ReluBackward(delta_below_.get(), below, int64_t{n} * in, stream_));
     std::swap(delta_, delta_below_);
   }
@@ -93,7 +93,8 @@ Status CudaMlp::Backward(const float* params, const float* inputs, float* grad) 
 double CudaMlp::GemmFlops() const {
   double flops = 0;
   for (int64_t layer = 0; layer < layout_.dense_count(); ++layer) {
-    const double mnk = static_cast<double>(shard_size_) * layout_.fan_in(layer) * layout_.fan_out(layer);
+    const double mnk =
+        static_cast<double>(shard_size_) * layout_.fan_in(layer) * layout_.fan_out(layer);
     // forward, kernel gradient, and (above layer 0) the delta through the kernel
     flops += 2 * mnk * (layer == 0 ? 2 : 3);
   }

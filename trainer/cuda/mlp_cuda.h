@@ -7,10 +7,10 @@
 // row-major, bias [out]). Same inputs, same GPU model and libraries: same bits.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "common/state_layout.h"
 #include "common/status.h"

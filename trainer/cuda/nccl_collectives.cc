@@ -1,9 +1,11 @@
 #include "trainer/cuda/nccl_collectives.h"
 
+#include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <utility>
 
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/stream_wait.h"
 #include "trainer/peer_wait.h"
 #include "trainer/rendezvous.h"
 
@@ -12,6 +14,19 @@ namespace {
 
 constexpr char kUniqueIdKey[] = "dmlp/nccl-unique-id";
 constexpr std::chrono::milliseconds kInitPoll{1};
+
+// Freeze/restore (cuda-checkpoint + CRIU) breaks on CUDA IPC and host shared
+// memory, which NCCL uses by default between ranks of one host (its P2P, SHM
+// and NVLS transports). Unless the user set these variables, NCCL is left only
+// its network transport (sockets; NCCL_SOCKET_IFNAME stays the user's choice).
+// Set before the communicator exists, and visible to the fingerprint's NCCL_* list.
+void DefaultToFreezableTransports() {
+  for (const auto& [name, value] :
+       {std::pair{"NCCL_SHM_DISABLE", "1"}, std::pair{"NCCL_P2P_DISABLE", "1"},
+        std::pair{"NCCL_NVLS_ENABLE", "0"}}) {
+    setenv(name, value, /*overwrite=*/0);
+  }
+}
 
 }  // namespace
 
@@ -37,12 +52,14 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
     std::memcpy(id.internal, bytes.data(), sizeof id.internal);
   }
 
+  DefaultToFreezableTransports();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
   const ncclResult_t started = ncclCommInitRankConfig(&comm, world_size, id, rank, &config);
   if (started != ncclSuccess && started != ncclInProgress) {
-    Status error = NcclErrorStatus(started, comm, "ncclCommInitRankConfig(&comm, world_size, id, rank, &config)",
+    Status error = NcclErrorStatus(started, comm,
+                                   "ncclCommInitRankConfig(&comm, world_size, id, rank, &config)",
                                    __FILE__, __LINE__);
     if (comm != nullptr) (void)ncclCommAbort(comm);
     return error;
@@ -55,8 +72,8 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
     if (queried != ncclSuccess) state = queried;
     if (state == ncclSuccess) break;
     if (state != ncclInProgress) {
-      Status error = NcclErrorStatus(state, comm, "ncclCommInitRankConfig (asynchronous)",
-                                     __FILE__, __LINE__);
+      Status error =
+          NcclErrorStatus(state, comm, "ncclCommInitRankConfig (asynchronous)", __FILE__, __LINE__);
       (void)ncclCommAbort(comm);
       return error;
     }
@@ -105,6 +122,7 @@ Status NcclComm::CheckAsyncError() const {
 }
 
 Status NcclComm::WaitEnqueued(const char* what) const {
+  PollBackoff backoff;  // no deadline: a frozen peer only makes this longer
   for (;;) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
@@ -114,7 +132,7 @@ Status NcclComm::WaitEnqueued(const char* what) const {
       failed_.store(true);
       return NcclErrorStatus(state, comm_, what, __FILE__, __LINE__);
     }
-    std::this_thread::yield();
+    backoff.Pause();
   }
 }
 
@@ -152,15 +170,15 @@ Status NcclComm::AllGather(const float* send, float* receive, size_t count, cuda
   const ncclResult_t started = ncclAllGather(send, receive, count, ncclFloat, comm_, stream);
   if (started != ncclSuccess && started != ncclInProgress) {
     failed_.store(true);
-    return NcclErrorStatus(started, comm_, "ncclAllGather(send, receive, count, ncclFloat, comm, stream)",
-                           __FILE__, __LINE__);
+    return NcclErrorStatus(started, comm_,
+                           "ncclAllGather(send, receive, count, ncclFloat, comm, stream)", __FILE__,
+                           __LINE__);
   }
   return WaitEnqueued("ncclAllGather (asynchronous)");
 }
 
 Status NcclComm::AllReduceSum(float* data, size_t count, cudaStream_t stream) {
-  const ncclResult_t started =
-      ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream);
+  const ncclResult_t started = ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream);
   if (started != ncclSuccess && started != ncclInProgress) {
     failed_.store(true);
     return NcclErrorStatus(started, comm_,

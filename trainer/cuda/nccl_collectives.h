@@ -7,6 +7,10 @@
 // happens in this platform's own fold kernel, so NCCL's algorithm choice
 // cannot change a bit. REDUCTION=allreduce uses one ncclAllReduce(sum).
 //
+// Unless set by the user, NCCL_SHM_DISABLE=1, NCCL_P2P_DISABLE=1 and
+// NCCL_NVLS_ENABLE=0 are set before init: no host shared memory, no CUDA IPC,
+// so a job can be frozen and restored (cuda-checkpoint + CRIU).
+//
 // The communicator is non-blocking (ncclConfig_t.blocking = 0): no NCCL call
 // ever blocks the host on a peer. Init is a wait on peers and is bounded by
 // HEARTBEAT_TIMEOUT_SECONDS of running time (peer_wait.h); after that, no
@@ -14,14 +18,14 @@
 // ncclCommGetAsyncError (CheckAsyncError) and ends the wait with NCCL_ERROR.
 #pragma once
 
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
-
-#include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include "common/status.h"
 

@@ -7,12 +7,12 @@
 // profiling never adds a host synchronization.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "trainer/cuda/device_buffer.h"
@@ -35,7 +35,7 @@ class PhaseProfile {
  private:
   Status Record(int phase, cudaStream_t stream);
 
-  std::vector<CudaEvent> pool_;           // reused after each Harvest
+  std::vector<CudaEvent> pool_;                // reused after each Harvest
   std::vector<std::pair<int, size_t>> marks_;  // (phase, or -1 for a Begin; pool index)
   double seconds_[kPhaseCount] = {};
 };

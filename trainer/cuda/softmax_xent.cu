@@ -1,7 +1,6 @@
-#include "trainer/cuda/softmax_xent.h"
-
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
+#include "trainer/cuda/softmax_xent.h"
 #include "trainer/device_macros.h"
 
 namespace dmlp::cuda {
@@ -14,9 +13,8 @@ namespace {
 // between threads, so no order can depend on timing. (One thread per row suits
 // the small CLASSES of this job; the row is read from L1/L2 after the first pass.)
 __global__ void softmax_xent_forward_backward_kernel(const float* logits, const int32_t* labels,
-                                                     int64_t rows, int64_t classes,
-                                                     float batch, float* dlogits,
-                                                     float* row_loss) {
+                                                     int64_t rows, int64_t classes, float batch,
+                                                     float* dlogits, float* row_loss) {
   for (int64_t row = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; row < rows;
        row += int64_t{gridDim.x} * blockDim.x) {
     const float* z = logits + row * classes;
@@ -64,8 +62,8 @@ Status SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t r
                            float* loss_sum, cudaStream_t stream) {
   if (rows < 1 || classes < 1 || global_batch < 1)
     return Status::Error("INTERNAL", "SoftmaxCrossEntropy: empty shape");
-  softmax_xent_forward_backward_kernel<<<GridBlocks(static_cast<uint64_t>(rows)),
-                                         kThreadsPerBlock, 0, stream>>>(
+  softmax_xent_forward_backward_kernel<<<GridBlocks(static_cast<uint64_t>(rows)), kThreadsPerBlock,
+                                         0, stream>>>(
       logits, labels, rows, classes, static_cast<float>(global_batch), dlogits, row_loss);
   CUDA_CHECK(cudaGetLastError());
   loss_sum_kernel<<<1, kLossSumThreads, 0, stream>>>(row_loss, rows, loss_sum);

@@ -7,9 +7,9 @@
 // the CPU platform's, not bit-equal).
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "common/status.h"
 

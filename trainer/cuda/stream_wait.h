@@ -1,4 +1,4 @@
-// defines: PeerCheck, WaitForEvent
+// defines: PollBackoff, PeerCheck, WaitForEvent
 //
 // How the host waits for the GPU without ever hanging silently or timing out.
 // A wait that may depend on peers (anything queued behind an NCCL call) polls
@@ -9,13 +9,24 @@
 // waits on the rendezvous uses one during training).
 #pragma once
 
-#include <functional>
-
 #include <cuda_runtime_api.h>
+
+#include <functional>
 
 #include "common/status.h"
 
 namespace dmlp::cuda {
+
+/// Pacing of a host polling loop: the first polls only yield (most waits end
+/// within microseconds), later ones sleep 100 us so a long wait (a slow or
+/// frozen peer) does not burn a core the hasher thread could use.
+class PollBackoff {
+ public:
+  void Pause();
+
+ private:
+  int polls_ = 0;
+};
 
 /// Returns an error once the peers can no longer complete queued work; null: no peers.
 using PeerCheck = std::function<Status()>;
