@@ -1,10 +1,15 @@
 // The CPU platform: CpuMlp (pinned CPU GEMM) per shard, ordered reduction over
 // Gloo, Adam on the host. The state lives as one canonical image, so a
 // snapshot is a single memcpy.
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
+#include "common/env.h"
 #include "trainer/adam.h"
 #include "trainer/backend.h"
 #include "trainer/collectives_gloo.h"
@@ -169,11 +174,28 @@ class CpuBackend final : public Backend {
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };
 
+/// GEMM threads of one rank: DMLP_CPU_THREADS, else this process's CPUs shared
+/// evenly by the job's ranks (all assumed on this host), at least one. The
+/// pinned BLIS kernel gives the same bits for any thread count (bench/gemm_select),
+/// so this is a speed choice only; it is recorded in the fingerprint.
+Result<int> GemmThreads(const Plan& plan) {
+  if (std::getenv("DMLP_CPU_THREADS") != nullptr) {
+    DMLP_ASSIGN_OR_RETURN(int64_t threads,
+                          RequireInteger(Environment::FromProcess(), "DMLP_CPU_THREADS", 1, 1024));
+    return static_cast<int>(threads);
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int available = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::max<int>(1, available / static_cast<int>(plan.num_processes));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateLayout& layout,
                                                   Rendezvous& rendezvous) {
-  DMLP_RETURN_IF_ERROR(InitCpuGemm(0));
+  DMLP_ASSIGN_OR_RETURN(int threads, GemmThreads(plan));
+  DMLP_RETURN_IF_ERROR(InitCpuGemm(threads));
   DMLP_ASSIGN_OR_RETURN(CpuMlp mlp, CpuMlp::Create(layout, plan.shard_size()));
   std::unique_ptr<Collectives> collectives;
   if (plan.num_processes > 1) {

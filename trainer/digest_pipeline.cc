@@ -80,7 +80,7 @@ void DigestPipeline::WorkerLoop() {
       std::unique_lock lock(mutex_);
       hash_seconds_ += spent.count();
     }
-    if (status.ok()) status = sink_(job.step, job.loss, digest);
+    if (status.ok()) status = sink_(job.step, job.loss, digest, buffers_[job.buffer].get());
     std::unique_lock lock(mutex_);
     busy_[job.buffer] = false;
     last_buffer_ = job.buffer;

@@ -25,9 +25,10 @@ namespace dmlp {
 
 class DigestPipeline {
  public:
-  /// Receives each step's receipt fields, on the worker thread, in step order.
+  /// Receives each step's receipt fields and its state image (valid during the
+  /// call: checkpoints are written from it), on the worker thread, in step order.
   using Sink = std::function<Status(int64_t step, const std::string& loss,
-                                    const std::string& params_sha256)>;
+                                    const std::string& params_sha256, const uint8_t* image)>;
 
   DigestPipeline(Backend& backend, size_t image_bytes, Sink sink);
   ~DigestPipeline();  // drains, then joins the worker

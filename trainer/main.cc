@@ -1,5 +1,6 @@
 // dmlp-train: one rank of the job. Configuration from the environment
 // (optionally under a YAML --config file); see README.md for every variable.
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -21,6 +22,9 @@ int ExitCodeFor(const dmlp::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit must fail a write with EFBIG (reported, nothing half
+  // written) rather than kill the rank with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"dmlp-train: one rank of a reproducible data-parallel MLP training job"};
   std::string config_path;
   app.add_option("--config", config_path, "YAML file of lower-case keys; the environment overrides it");

@@ -99,13 +99,29 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   return output;
 }
 
+Result<RunOutput> RunOutput::OpenResumed(const Plan& plan, int64_t resume_step,
+                                         std::vector<Receipt> prior) {
+  if (static_cast<int64_t>(prior.size()) < resume_step)
+    return Status::Error("RESUME_RECEIPTS_INVALID",
+                         "the checkpoint is at step " + std::to_string(resume_step) +
+                             " but the earlier receipts end at step " + std::to_string(prior.size()));
+  DMLP_ASSIGN_OR_RETURN(RunOutput output, Open(plan));
+  output.prior_ = std::move(prior);
+  for (int64_t step = 1; step <= resume_step; ++step) {
+    const Receipt& receipt = output.prior_[step - 1];
+    DMLP_RETURN_IF_ERROR(output.Record(step, receipt.loss, receipt.params_sha256));
+  }
+  return output;
+}
+
 RunOutput::RunOutput(RunOutput&& other) noexcept
     : plan_(std::move(other.plan_)),
       rank_fd_(std::exchange(other.rank_fd_, -1)),
       metrics_fd_(std::exchange(other.metrics_fd_, -1)),
       last_step_(other.last_step_),
       last_loss_(std::move(other.last_loss_)),
-      last_hash_(std::move(other.last_hash_)) {}
+      last_hash_(std::move(other.last_hash_)),
+      prior_(std::move(other.prior_)) {}
 
 RunOutput::~RunOutput() { CloseFiles(); }
 
@@ -119,6 +135,14 @@ Status RunOutput::Record(int64_t step, const std::string& loss, const std::strin
   if (step != last_step_ + 1)
     return Status::Error("METRIC_STEP_NOT_CONTIGUOUS", "step " + std::to_string(step) +
                                                            " after " + std::to_string(last_step_));
+  if (step <= static_cast<int64_t>(prior_.size())) {
+    const Receipt& old = prior_[step - 1];
+    if (old.loss != loss || old.params_sha256 != params_sha256)
+      return Status::Error("REPLAY_DIVERGED",
+                           "step=" + std::to_string(step) + " rank=" + std::to_string(plan_.process_id) +
+                               " earlier loss=" + old.loss + " params_sha256=" + old.params_sha256 +
+                               ", now loss=" + loss + " params_sha256=" + params_sha256);
+  }
   Receipt receipt{step, loss, params_sha256, plan_.process_id};
   DMLP_RETURN_IF_ERROR(WriteAll(rank_fd_, FormatReceiptLine(receipt), RankFileName(plan_.process_id)));
   if (metrics_fd_ >= 0) {

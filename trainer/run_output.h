@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,11 @@ class RunOutput {
   /// changes on failure: OUTPUT_ALREADY_COMPLETE (result.json exists),
   /// OUTPUT_EXISTS (a receipt file exists), IO_ERROR.
   static Result<RunOutput> Open(const Plan& plan);
+  /// RESUME=1: Open, then rewrite the receipts of steps 1..resume_step from
+  /// `prior` (an earlier attempt's, replay.h) and keep the later ones: Record()
+  /// of such a step fails with REPLAY_DIVERGED unless it reproduces them.
+  static Result<RunOutput> OpenResumed(const Plan& plan, int64_t resume_step,
+                                       std::vector<Receipt> prior);
   RunOutput(RunOutput&& other) noexcept;
   RunOutput& operator=(RunOutput&&) = delete;
   ~RunOutput();
@@ -58,6 +64,7 @@ class RunOutput {
   int metrics_fd_ = -1;  // rank 0 only
   int64_t last_step_ = 0;
   std::string last_loss_, last_hash_;
+  std::vector<Receipt> prior_;  // an earlier attempt's receipts, to replay against
 };
 
 }  // namespace dmlp

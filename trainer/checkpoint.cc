@@ -1,0 +1,131 @@
+#include "trainer/checkpoint.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/state_digest.h"
+#include "common/state_file.h"
+
+namespace dmlp {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kPrefix[] = "checkpoint-";
+constexpr char kSuffix[] = ".safetensors";
+
+/// Steps of the checkpoint files in OUT_DIR, newest first.
+std::vector<int64_t> CheckpointSteps(const std::string& out_dir) {
+  std::vector<int64_t> steps;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(out_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const size_t prefix = sizeof(kPrefix) - 1, suffix = sizeof(kSuffix) - 1;
+    if (name.size() != prefix + 8 + suffix || name.rfind(kPrefix, 0) != 0 ||
+        name.compare(prefix + 8, suffix, kSuffix) != 0)
+      continue;
+    const std::string digits = name.substr(prefix, 8);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    steps.push_back(std::stoll(digits));
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+
+std::string MetadataValue(const StateFileIndex& index, const std::string& key) {
+  auto it = index.metadata.find(key);
+  return it == index.metadata.end() ? std::string() : it->second;
+}
+
+/// Validates one checkpoint file; a plan mismatch is returned as its own code.
+Result<CheckpointChoice> Examine(const Plan& plan, const StateLayout& layout, int64_t step) {
+  CheckpointChoice choice{step, plan.out_dir + "/" + CheckpointFileName(step), {}, {}};
+  DMLP_ASSIGN_OR_RETURN(StateFileIndex index, ReadStateFileIndex(choice.path));
+  if (MetadataValue(index, "checkpoint_fingerprint") != CheckpointFingerprint(plan))
+    return Status::Error("CHECKPOINT_PLAN_MISMATCH",
+                         choice.path + " was written by another plan (model, data, optimizer, "
+                                       "DATA_SHARDS or platform differ)");
+  if (MetadataValue(index, "step") != std::to_string(step))
+    return Status::Error("CHECKPOINT_INVALID", choice.path + ": metadata step does not match");
+  choice.params_sha256 = MetadataValue(index, "params_sha256");
+  DMLP_ASSIGN_OR_RETURN(StateDigests digests, DigestStateFile(choice.path));
+  if (digests.state != choice.params_sha256)
+    return Status::Error("CHECKPOINT_INVALID", choice.path + ": state digest " + digests.state +
+                                                   " differs from the recorded " +
+                                                   choice.params_sha256);
+  if (index.tensors.size() != 3 * layout.leaves().size() + 1)
+    return Status::Error("CHECKPOINT_INVALID", choice.path + ": tensors do not match the model");
+  return choice;
+}
+
+}  // namespace
+
+std::string CheckpointFileName(int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "%s%08lld%s", kPrefix, static_cast<long long>(step), kSuffix);
+  return name;
+}
+
+std::string CheckpointFingerprint(const Plan& plan) {
+  Plan normalized = plan;
+  normalized.num_processes = 1;
+  normalized.steps = 1;
+  normalized.checkpoint_every = 0;
+  normalized.resume = false;
+  return PlanFingerprint(normalized);
+}
+
+Status WriteCheckpoint(const Plan& plan, const StateLayout& layout, int64_t step,
+                       const uint8_t* image, const std::string& params_sha256) {
+  const std::string path = plan.out_dir + "/" + CheckpointFileName(step);
+  DMLP_RETURN_IF_ERROR(WriteStateFile(path, layout, image,
+                                      {{"step", std::to_string(step)},
+                                       {"params_sha256", params_sha256},
+                                       {"checkpoint_fingerprint", CheckpointFingerprint(plan)}})
+                           .WithContext("checkpoint step " + std::to_string(step)));
+  // Keep the newest two; older ones only once the new one is durable.
+  std::vector<int64_t> steps = CheckpointSteps(plan.out_dir);
+  for (size_t i = 2; i < steps.size(); ++i) {
+    const std::string old = plan.out_dir + "/" + CheckpointFileName(steps[i]);
+    if (::unlink(old.c_str()) != 0 && errno != ENOENT)
+      return Status::Error("IO_ERROR", "remove " + old);
+  }
+  return Status::Ok();
+}
+
+Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayout& layout) {
+  std::vector<int64_t> steps = CheckpointSteps(plan.out_dir);
+  std::vector<std::string> skipped;
+  for (int64_t step : steps) {
+    Result<CheckpointChoice> choice = Examine(plan, layout, step);
+    if (choice.ok()) {
+      choice->skipped = skipped;
+      return choice;
+    }
+    if (choice.status().code() == "CHECKPOINT_PLAN_MISMATCH") return choice.status();
+    skipped.push_back(choice.status().ToString());
+  }
+  if (!skipped.empty()) {
+    std::string detail = "no valid checkpoint in " + plan.out_dir;
+    for (const std::string& why : skipped) detail += "; " + why;
+    return Status::Error("CHECKPOINT_INVALID", detail);
+  }
+  return CheckpointChoice{};
+}
+
+Result<std::vector<uint8_t>> LoadCheckpoint(const CheckpointChoice& choice,
+                                            const StateLayout& layout) {
+  Result<std::vector<uint8_t>> image = LoadStateImage(choice.path, layout);
+  if (!image.ok()) return Status::Error("CHECKPOINT_INVALID", image.status().ToString());
+  // Re-hash what was read: the file could have changed since it was examined.
+  if (DigestStateStep(image->data(), image->size()) != choice.params_sha256)
+    return Status::Error("CHECKPOINT_INVALID", choice.path + " changed while being loaded");
+  return image;
+}
+
+}  // namespace dmlp
