@@ -1,0 +1,208 @@
+// Gloo collectives with 3 ranks as threads on 127.0.0.1, connected through
+// our coordinator (GlooStore).
+#include "trainer/collectives_gloo.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/rendezvous_test_util.h"
+
+namespace dmlp {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FreePort;
+using testing::RendezvousTestOptions;
+using testing::RunRanks;
+
+constexpr int kRanks = 3;
+
+// Joins, connects Gloo, runs body(rank, collectives) on every rank; returns each rank's outcome.
+std::array<Status, kRanks> WithCollectives(
+    const std::function<Status(int, Collectives&)>& body, int timeout_seconds = 10) {
+  const int port = FreePort();
+  std::array<Status, kRanks> results;
+  RunRanks(kRanks, [&](int rank) {
+    auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks, timeout_seconds));
+    if (!joined.ok()) return void(results[rank] = joined.status());
+    auto collectives = GlooCollectives::Connect(**joined);
+    if (!collectives.ok()) return void(results[rank] = collectives.status());
+    results[rank] = body(rank, **collectives);
+    Status barrier = (*joined)->Barrier("test-end");  // nobody tears down Gloo while a peer still uses it
+    if (results[rank].ok()) results[rank] = barrier;
+    collectives.value().reset();
+    Status closed = (*joined)->Close();
+    if (results[rank].ok()) results[rank] = closed;
+  });
+  return results;
+}
+
+void ExpectAllOk(const std::array<Status, kRanks>& results) {
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_TRUE(results[rank].ok()) << rank << ": " << results[rank].ToString();
+}
+
+TEST(GlooCollectivesTest, AllToAllSendsBlockQToRankQ) {
+  for (size_t count : {size_t{1}, size_t{5}, size_t{100000}}) {
+    ExpectAllOk(WithCollectives([count](int rank, Collectives& collectives) {
+      EXPECT_EQ(collectives.world_size(), kRanks);
+      std::vector<float> send(count * kRanks), recv(count * kRanks, -1.0f);
+      for (int q = 0; q < kRanks; ++q) {
+        for (size_t i = 0; i < count; ++i) send[q * count + i] = static_cast<float>(rank * 1000000 + q * 100000 + i);
+      }
+      DMLP_RETURN_IF_ERROR(collectives.AllToAll(send.data(), recv.data(), count));
+      for (int p = 0; p < kRanks; ++p) {
+        for (size_t i = 0; i < count; ++i) {
+          EXPECT_EQ(recv[p * count + i], static_cast<float>(p * 1000000 + rank * 100000 + i)) << p << " " << i;
+        }
+      }
+      return Status::Ok();
+    }));
+  }
+}
+
+TEST(GlooCollectivesTest, AllGatherPutsRankPAtBlockP) {
+  for (size_t count : {size_t{1}, size_t{7}, size_t{100000}}) {
+    ExpectAllOk(WithCollectives([count](int rank, Collectives& collectives) {
+      std::vector<float> send(count), recv(count * kRanks, -1.0f);
+      for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>(rank * 1000000 + i);
+      DMLP_RETURN_IF_ERROR(collectives.AllGather(send.data(), recv.data(), count));
+      for (int p = 0; p < kRanks; ++p) {
+        for (size_t i = 0; i < count; ++i) EXPECT_EQ(recv[p * count + i], static_cast<float>(p * 1000000 + i));
+      }
+      return Status::Ok();
+    }));
+  }
+}
+
+// Every rank's result, to compare bits across ranks after the threads joined.
+using Gathered = std::array<std::vector<float>, kRanks>;
+
+TEST(GlooCollectivesTest, AllReduceSumIsExactForIntegersAndIdenticalOnAllRanks) {
+  for (size_t count : {size_t{1}, size_t{2}, size_t{1001}, size_t{300000}}) {
+    Gathered results;
+    ExpectAllOk(WithCollectives([&](int rank, Collectives& collectives) {
+      std::vector<float> data(count);
+      for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 1000));
+      DMLP_RETURN_IF_ERROR(collectives.AllReduceSum(data.data(), count));
+      results[rank] = data;
+      return Status::Ok();
+    }));
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(results[0][i], static_cast<float>(6 * (i % 1000))) << i;
+    for (int rank = 1; rank < kRanks; ++rank) EXPECT_EQ(results[rank], results[0]) << "count " << count;
+  }
+}
+
+// The sum of {1e8, 1, -1e8} in float depends on the order: (1e8 + 1) - 1e8 = 0
+// but (1e8 - 1e8) + 1 = 1. An allreduce where each rank adds in its own order
+// (Gloo's legacy AllreduceRing) gives different bits on different ranks here.
+TEST(GlooCollectivesTest, AllReduceSumOfOrderDependentValuesIsBitIdenticalOnAllRanks) {
+  const size_t count = 30000;
+  const std::array<float, 3> kValues = {1e8f, 1.0f, -1e8f};
+  Gathered results;
+  ExpectAllOk(WithCollectives([&](int rank, Collectives& collectives) {
+    std::vector<float> data(count);
+    for (size_t i = 0; i < count; ++i) data[i] = kValues[(rank + i) % 3] * (1.0f + static_cast<float>(i % 7) / 8);
+    DMLP_RETURN_IF_ERROR(collectives.AllReduceSum(data.data(), count));
+    results[rank] = data;
+    return Status::Ok();
+  }));
+  for (int rank = 1; rank < kRanks; ++rank) {
+    ASSERT_EQ(results[rank].size(), count);
+    EXPECT_EQ(std::memcmp(results[rank].data(), results[0].data(), count * sizeof(float)), 0) << "rank " << rank;
+  }
+  // And each element is one of the sums some order of addition gives.
+  for (size_t i = 0; i < count; ++i) {
+    float scale = 1.0f + static_cast<float>(i % 7) / 8;
+    float big = 1e8f * scale, one = 1.0f * scale;
+    float candidates[] = {(big + one) - big, (big - big) + one, (one - big) + big};
+    bool found = false;
+    for (float candidate : candidates) found = found || std::memcmp(&candidate, &results[0][i], sizeof(float)) == 0;
+    ASSERT_TRUE(found) << i << ": " << results[0][i];
+  }
+}
+
+TEST(GlooCollectivesTest, BarrierAndDescription) {
+  ExpectAllOk(WithCollectives([](int, Collectives& collectives) {
+    EXPECT_EQ(collectives.Description().rfind("gloo ", 0), 0u);
+    for (int i = 0; i < 3; ++i) DMLP_RETURN_IF_ERROR(collectives.Barrier());
+    return Status::Ok();
+  }));
+}
+
+// A peer that is slow (or frozen) for longer than the heartbeat timeout must
+// not fail a collective: only waits on the rendezvous are bounded.
+TEST(GlooCollectivesTest, PeerSlowerThanTheHeartbeatDoesNotFailACollective) {
+  Gathered results;
+  ExpectAllOk(WithCollectives(
+      [&](int rank, Collectives& collectives) {
+        if (rank == 2) std::this_thread::sleep_for(2500ms);
+        std::vector<float> data(10, static_cast<float>(rank));
+        DMLP_RETURN_IF_ERROR(collectives.AllReduceSum(data.data(), data.size()));
+        results[rank] = data;
+        return Status::Ok();
+      },
+      /*timeout_seconds=*/1));
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(results[rank], std::vector<float>(10, 3.0f));
+}
+
+TEST(GlooCollectivesTest, PeerThatLeavesDuringAnAllReduceGivesCollectiveError) {
+  const int port = FreePort();
+  std::array<Status, kRanks> results;
+  RunRanks(kRanks, [&](int rank) {
+    auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks));
+    ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+    auto collectives = GlooCollectives::Connect(**joined);
+    ASSERT_TRUE(collectives.ok()) << collectives.status().ToString();
+    ASSERT_TRUE((*joined)->Barrier("connected").ok());
+    if (rank == 2) {
+      collectives.value().reset();  // closes its TCP connections, as a dying process would
+      return;
+    }
+    std::vector<float> data(1000, 1.0f);
+    results[rank] = (*collectives)->AllReduceSum(data.data(), data.size());
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(results[rank].code(), "COLLECTIVE_ERROR") << results[rank].ToString();
+    EXPECT_NE(results[rank].detail().rfind("allreduce: ", 0), std::string::npos) << results[rank].ToString();
+    EXPECT_NE(results[rank].detail().find("(rank " + std::to_string(rank) + ")"), std::string::npos);
+  }
+}
+
+TEST(GlooCollectivesTest, RankThatNeverConnectsGivesPeerLostThroughTheStore) {
+  const int port = FreePort();
+  std::array<Status, kRanks> results;
+  RunRanks(kRanks, [&](int rank) {
+    // Heartbeat 1 s: a rank left listening for a pair that will never connect
+    // waits for Gloo's own bound on that, 5 x the context timeout.
+    auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks, 1));
+    ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+    if (rank == 2) {
+      results[2] = (*joined)->Close();  // leaves instead of connecting Gloo
+      return;
+    }
+    results[rank] = GlooCollectives::Connect(**joined).status();
+  });
+  EXPECT_TRUE(results[2].ok()) << results[2].ToString();
+  // The first rank to fail sees the store's PEER_LOST; the other may instead see
+  // its Gloo connection to that rank reset (COLLECTIVE_ERROR: connect: ...).
+  int peer_lost = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    if (results[rank].code() == "PEER_LOST") {
+      ++peer_lost;
+      EXPECT_EQ(results[rank].ToString(), "PEER_LOST: rank 2: left the rendezvous");
+    } else {
+      EXPECT_EQ(results[rank].detail().rfind("connect: ", 0), 0u) << results[rank].ToString();
+      EXPECT_EQ(results[rank].code(), "COLLECTIVE_ERROR") << results[rank].ToString();
+    }
+  }
+  EXPECT_GE(peer_lost, 1);
+}
+
+}  // namespace
+}  // namespace dmlp

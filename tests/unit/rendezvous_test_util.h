@@ -1,0 +1,53 @@
+// defines: FreePort, RunRanks, RendezvousTestOptions
+//
+// Helpers for tests that run several ranks as threads on 127.0.0.1.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainer/rendezvous.h"
+
+namespace dmlp::testing {
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it).
+inline int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t length = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+inline RendezvousOptions RendezvousTestOptions(int port, int rank, int world_size, int timeout_seconds = 10,
+                                               std::string fingerprint = "BATCH=16\nSEED=1") {
+  RendezvousOptions options;
+  options.address = "127.0.0.1";
+  options.port = port;
+  options.rank = rank;
+  options.world_size = world_size;
+  options.heartbeat_timeout_seconds = timeout_seconds;
+  options.plan_fingerprint = std::move(fingerprint);
+  return options;
+}
+
+/// Runs body(rank) for every rank on its own thread and joins them all.
+inline void RunRanks(int world_size, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world_size; ++rank) threads.emplace_back(body, rank);
+  for (auto& thread : threads) thread.join();
+}
+
+}  // namespace dmlp::testing

@@ -1,0 +1,33 @@
+# Rendezvous (coordinator + client, no Gloo) and the CPU platform's Gloo collectives.
+# Included from trainer/CMakeLists.txt.
+#
+# Gloo: Debian's libgloo-dev does ship /usr/share/cmake/Gloo/GlooConfig.cmake,
+# but it exports a bare `gloo` target with an absolute, configuration-specific
+# library path and no version check of the API we use; find_path/find_library
+# on the header and library we actually need is simpler and works the same on
+# Debian 12 and Ubuntu 24.04.
+find_path(DMLP_GLOO_INCLUDE_DIR NAMES gloo/rendezvous/store.h gloo/alltoall.h)
+find_library(DMLP_GLOO_LIBRARY NAMES gloo)
+if(NOT DMLP_GLOO_INCLUDE_DIR OR NOT DMLP_GLOO_LIBRARY)
+  message(FATAL_ERROR "Gloo not found (Debian/Ubuntu package libgloo-dev); "
+                      "include: ${DMLP_GLOO_INCLUDE_DIR}, library: ${DMLP_GLOO_LIBRARY}")
+endif()
+message(STATUS "dmlp: Gloo ${DMLP_GLOO_LIBRARY}")
+
+add_library(dmlp_rendezvous STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/peer_wait.cc
+  ${CMAKE_CURRENT_LIST_DIR}/plan_difference.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous_server.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous_wire.cc
+)
+target_include_directories(dmlp_rendezvous PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(dmlp_rendezvous PUBLIC dmlp_common Threads::Threads)
+
+add_library(dmlp_collectives_gloo STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/collectives_gloo.cc
+  ${CMAKE_CURRENT_LIST_DIR}/gloo_store.cc
+)
+# SYSTEM: Gloo's headers are not warning-clean under -Wall -Wextra -Werror.
+target_include_directories(dmlp_collectives_gloo SYSTEM PUBLIC ${DMLP_GLOO_INCLUDE_DIR})
+target_link_libraries(dmlp_collectives_gloo PUBLIC dmlp_rendezvous ${DMLP_GLOO_LIBRARY})

@@ -1,0 +1,112 @@
+// defines: RendezvousServer
+//
+// The coordinator: a small TCP key-value and barrier service that rank 0 runs
+// on a thread at COORDINATOR_ADDRESS:COORDINATOR_PORT. Every rank, rank 0
+// included, talks to it through a Rendezvous client (rendezvous.h); the frame
+// format is in rendezvous_wire.h.
+//
+// The server never times out by itself: it answers when it can, and the
+// clients bound their waits (freeze-tolerant, peer_wait.h). What it decides:
+//   - join: complete once every rank sent HELLO with rank 0's plan fingerprint
+//     and world size; otherwise every rank (also those still to come) gets the
+//     same PLAN_MISMATCH (or PROTOCOL_ERROR for a rank that joins twice);
+//   - a rank that leaves (BYE) or drops (connection closed without BYE) makes
+//     every wait that is pending or comes later fail with PEER_LOST: rank R;
+//   - it keeps serving until every rank has left, so late ranks are never cut
+//     off (rank 0's Rendezvous::Close waits for that, bounded).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "trainer/plan_difference.h"
+#include "trainer/peer_wait.h"
+#include "trainer/rendezvous_wire.h"
+
+namespace dmlp {
+
+class RendezvousServer {
+ public:
+  /// Binds address:port and starts serving on a thread. Errors:
+  /// COORDINATOR_PORT_IN_USE: addr:port, COORDINATOR_BIND_FAILED, COORDINATOR_ADDRESS_INVALID.
+  static Result<std::unique_ptr<RendezvousServer>> Start(const std::string& address, int port,
+                                                         int world_size, std::string plan_fingerprint);
+  ~RendezvousServer();
+  RendezvousServer(const RendezvousServer&) = delete;
+  RendezvousServer& operator=(const RendezvousServer&) = delete;
+
+  /// Waits until every rank has left (or dropped) and the server ended, counting
+  /// only running time against `budget`; then stops it. RENDEZVOUS_TIMEOUT names
+  /// the ranks that joined but never left. Ranks that never connected are waited
+  /// for only when the join failed (so they still get the failure).
+  Status WaitUntilAllLeft(std::chrono::milliseconds budget, WaitClock& clock);
+  /// Stops serving now, closing every connection, and joins the thread. Idempotent.
+  void Stop();
+
+  /// Ranks that have not sent HELLO yet.
+  std::vector<int> MissingFromJoin() const;
+  /// Ranks that have not arrived at barrier `name` (all ranks if none has).
+  std::vector<int> MissingFromBarrier(const std::string& name) const;
+
+ private:
+  enum class RankState { kAbsent, kJoined, kLeft };
+  struct Connection {
+    int fd = -1;
+    int rank = -1;  // -1 until a HELLO that was accepted
+    std::string inbox;
+    std::string outbox;
+    bool pending = false;  // a HELLO/GET/BARRIER waits for its answer
+    Message request;       // that request
+    bool close_after_flush = false;
+    bool closed = false;
+  };
+
+  RendezvousServer(int listen_fd, int world_size, std::string plan_fingerprint);
+  void Serve();
+  void AcceptAll();
+  void ReadFrom(Connection& conn);
+  void Handle(Connection& conn, Message message);
+  void HandleHello(Connection& conn, const Message& hello);
+  void Reply(Connection& conn, const Message& reply);
+  void ReplyError(Connection& conn, const Status& status);
+  void FailJoin(const Status& status, bool notify_absent);
+  /// PROTOCOL_ERROR reply, then the connection closes; a rank on it has left.
+  void Reject(Connection& conn, const std::string& detail);
+  /// The rank on `conn` (if any, and still joined) has left: Depart.
+  void MarkLeft(Connection& conn, const std::string& why);
+  /// Records the first departure and fails every pending wait with it.
+  void Depart(int rank, const std::string& why);
+  void Flush(Connection& conn);
+  void CloseConnection(Connection& conn);
+  bool AllLeftLocked() const;
+
+  const int world_size_;
+  const std::string plan_fingerprint_;
+  int listen_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};
+  std::thread thread_;
+
+  mutable std::mutex mu_;  // guards everything below; held while handling events
+  std::condition_variable done_cv_;
+  bool stop_requested_ = false;
+  bool done_ = false;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<RankState> rank_state_;
+  bool join_done_ = false;
+  Status join_failure_;
+  bool wait_for_absent_ = false;
+  Status departure_;  // PEER_LOST of the first rank that left or dropped
+  std::map<std::string, std::string, std::less<>> values_;
+  std::map<std::string, std::set<int>, std::less<>> barrier_arrivals_;
+};
+
+}  // namespace dmlp
