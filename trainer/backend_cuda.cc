@@ -263,15 +263,15 @@ class CudaBackend final : public Backend {
                                               partial, partial + reduction_.loss_index()));
       DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCompute, stream));
     }
-    DMLP_RETURN_IF_ERROR(Reduce(stream));
+    DMLP_ASSIGN_OR_RETURN(const float* gradient, Reduce(stream));
     DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCollectives, stream));
     DMLP_RETURN_IF_ERROR(WaitForSnapshotCopy());
     const int32_t next_count = AdamNextCount(count_);
     DMLP_RETURN_IF_ERROR(cuda::AdamUpdateOnDevice(
-        MakeAdamScalars(next_count, plan_.learning_rate), reduced_.get(), params(), mu(), nu(),
+        MakeAdamScalars(next_count, plan_.learning_rate), gradient, params(), mu(), nu(),
         layout_.parameter_count(), count_slot(), next_count, stream));
     DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kOptimizer, stream));
-    CUDA_CHECK(cudaMemcpyAsync(loss_host_.get(), reduced_.get() + reduction_.loss_index(),
+    CUDA_CHECK(cudaMemcpyAsync(loss_host_.get(), gradient + reduction_.loss_index(),
                                sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaEventRecord(loss_ready_.get(), stream));
     count_ = next_count;
@@ -279,24 +279,33 @@ class CudaBackend final : public Backend {
     return Status::Ok();
   }
 
-  /// Step 2 of the update contract (backend.h), into reduced_ (padded length).
-  Status Reduce(cudaStream_t stream) {
+  /// Step 2 of the update contract (backend.h). Returns where the global
+  /// gradient and loss sum are (padded length): reduced_, or the partial itself
+  /// when the fold over one local shard would be a plain copy.
+  Result<const float*> Reduce(cudaStream_t stream) {
     const size_t local_shards = reduction_.shards_per_rank;
     const size_t padded = reduction_.padded_length();
     if (plan_.reduction == Reduction::kAllreduce || comm_ == nullptr) {
       // Local shards in order; one rank (ordered) needs nothing more: the same
-      // left fold over all shards.
-      DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(partials_.get(), local_shards, partial_stride_,
-                                                    padded, reduced_.get(), stream));
-      if (comm_ == nullptr) return Status::Ok();
-      return comm_->AllReduceSum(reduced_.get(), reduction_.loss_index() + 1, stream);
+      // left fold over all shards. A fold of one shard is the shard's bits.
+      float* sum = partials_.get();
+      if (local_shards > 1) {
+        DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(partials_.get(), local_shards,
+                                                      partial_stride_, padded, reduced_.get(),
+                                                      stream));
+        sum = reduced_.get();
+      }
+      if (comm_ != nullptr)
+        DMLP_RETURN_IF_ERROR(comm_->AllReduceSum(sum, reduction_.loss_index() + 1, stream));
+      return static_cast<const float*>(sum);
     }
     const size_t slice = reduction_.slice_length();
     DMLP_RETURN_IF_ERROR(comm_->AllToAllSlices(partials_.get(), local_shards, partial_stride_,
                                                slice, receive_.get(), stream));
     DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(receive_.get(), size_t(plan_.data_shards), slice,
                                                   slice, folded_.get(), stream));
-    return comm_->AllGather(folded_.get(), reduced_.get(), slice, stream);
+    DMLP_RETURN_IF_ERROR(comm_->AllGather(folded_.get(), reduced_.get(), slice, stream));
+    return static_cast<const float*>(reduced_.get());
   }
 
   const Plan plan_;

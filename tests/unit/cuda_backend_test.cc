@@ -104,21 +104,26 @@ TEST_F(CudaBackendTest, SameStateBitsEveryRunAndReductionWithOneRank) {
 // most ~lr = 1e-3 per update, so a sign flip from rounding would show as ~2e-3).
 TEST_F(CudaBackendTest, CloseToCpuBackend) {
   DMLP_REQUIRE_GPU();
-  const Plan plan = SmallPlan(3, Reduction::kOrdered);
-  const TrainRun gpu = Train(plan, 4);
-  Plan cpu_plan = plan;
-  cpu_plan.platform = Platform::kCpu;
-  const TrainRun cpu = Train(cpu_plan, 4, /*cpu=*/true);
-  ASSERT_EQ(gpu.losses.size(), cpu.losses.size());
-  for (size_t i = 0; i < gpu.losses.size(); ++i)
-    EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 1e-4 * std::abs(cpu.losses[i])) << "update " << i;
-  auto layout = StateLayout::Create(plan.model);
-  const auto* gpu_params = reinterpret_cast<const float*>(gpu.image.data());
-  const auto* cpu_params = reinterpret_cast<const float*>(cpu.image.data());
-  size_t far = 0;
-  for (size_t i = 0; i < layout->parameter_count(); ++i)
-    if (std::abs(gpu_params[i] - cpu_params[i]) > 1e-4f) ++far;
-  EXPECT_EQ(far, 0u) << "parameters further than 1e-4 from the CPU platform's";
+  // One shard (the reduction is the shard's own bits) and three (the fold).
+  for (int64_t data_shards : {1, 3}) {
+    const Plan plan = SmallPlan(data_shards, Reduction::kOrdered);
+    const TrainRun gpu = Train(plan, 4);
+    Plan cpu_plan = plan;
+    cpu_plan.platform = Platform::kCpu;
+    const TrainRun cpu = Train(cpu_plan, 4, /*cpu=*/true);
+    ASSERT_EQ(gpu.losses.size(), cpu.losses.size());
+    for (size_t i = 0; i < gpu.losses.size(); ++i)
+      EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 1e-4 * std::abs(cpu.losses[i]))
+          << "update " << i << ", " << data_shards << " shard(s)";
+    auto layout = StateLayout::Create(plan.model);
+    const auto* gpu_params = reinterpret_cast<const float*>(gpu.image.data());
+    const auto* cpu_params = reinterpret_cast<const float*>(cpu.image.data());
+    size_t far = 0;
+    for (size_t i = 0; i < layout->parameter_count(); ++i)
+      if (std::abs(gpu_params[i] - cpu_params[i]) > 1e-4f) ++far;
+    EXPECT_EQ(far, 0u) << "parameters further than 1e-4 from the CPU platform's, " << data_shards
+                       << " shard(s)";
+  }
 }
 
 TEST_F(CudaBackendTest, SnapshotIsTheStateWhenBegunWhileUpdatesContinue) {
