@@ -137,6 +137,10 @@ Result<StartingPoint> ResumeStart(const Plan& plan, const StateLayout& layout,
   if (fields.size() != 5 || fields[0] != "ok")
     return Status::Error("PROTOCOL_ERROR", "bad resume decision from rank 0");
   CheckpointChoice choice{std::stoll(fields[1]), fields[2], fields[3], {}};
+  if (choice.step > plan.steps)
+    return Status::Error("RESUME_INVALID", "the newest checkpoint is after step " +
+                                               std::to_string(choice.step) + ", past STEPS=" +
+                                               std::to_string(plan.steps));
   StartingPoint start;
   DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> prior, ReadPriorReceipts(fields[4], plan.process_id));
   DMLP_ASSIGN_OR_RETURN(RunOutput output, RunOutput::OpenResumed(plan, choice.step, std::move(prior)));
@@ -200,7 +204,9 @@ Status RunTrainer(const Plan& plan) {
                             ? CreateCpuBackend(plan, layout, *rendezvous)
                             : CreateCudaBackend(plan, layout, *rendezvous));
   DMLP_RETURN_IF_ERROR(backend->LoadState(start->image.data()));
-  start->image = {};
+  // A job resumed from its final checkpoint has nothing left to compute: the
+  // checkpoint is the final state. Otherwise the last snapshot will be.
+  if (start->done_steps < plan.steps) start->image = {};
 
   DigestPipeline digests(*backend, layout.image_bytes(),
                          [&](int64_t step, const std::string& loss, const std::string& hash,
@@ -217,7 +223,8 @@ Status RunTrainer(const Plan& plan) {
 
   // Like the reference: result files only once every rank has all its receipts.
   DMLP_RETURN_IF_ERROR(rendezvous->Barrier("training-complete"));
-  DMLP_RETURN_IF_ERROR(output.Complete(layout, digests.last_image(), RunFingerprint(plan, *backend)));
+  const uint8_t* final_image = start->image.empty() ? digests.last_image() : start->image.data();
+  DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend)));
   DMLP_RETURN_IF_ERROR(rendezvous->Barrier("artifact-complete"));
   return rendezvous->Close();
 }

@@ -1,10 +1,12 @@
 # End-to-end tests of the CPU job: the real dmlp-launch, dmlp-train and dmlp-verify.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
-foreach(test_class CompleteRuns Determinism Failures)
-  add_test(NAME e2e.trainer.${test_class}
-           COMMAND ${Python3_EXECUTABLE} -m unittest -v test_cpu_job.${test_class}
+foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_job.Failures
+                  test_resume.KillAndResume test_resume.RestartsAndDisks)
+  string(REPLACE "test_" "" test_name ${test_case})
+  add_test(NAME e2e.trainer.${test_name}
+           COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}
            WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/trainer)
-  set_tests_properties(e2e.trainer.${test_class} PROPERTIES
+  set_tests_properties(e2e.trainer.${test_name} PROPERTIES
     ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;PYTHONDONTWRITEBYTECODE=1"
     TIMEOUT 600)
 endforeach()

@@ -1,0 +1,174 @@
+"""Crashes and resumes (issue 7): a resumed job must reproduce the bits of an
+uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes."""
+
+import os
+import random
+import resource
+import shutil
+import signal
+import subprocess
+import unittest
+from pathlib import Path
+
+from harness import (LAUNCH, TRAIN, JobTestCase, alive, job_env, launch, line_count, rank_pids,
+                     run, verify, wait_for)
+
+STEPS = 10
+CHECKPOINTED = {"STEPS": STEPS, "CHECKPOINT_EVERY": 2, "DATA_SHARDS": 4}
+FAIL_ONCE = Path(__file__).with_name("fail_once.sh")
+
+
+class ResumeTestCase(JobTestCase):
+    baseline = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.baseline_dir = Path(__import__("tempfile").mkdtemp(prefix="dmlp-baseline-"))
+        result = launch(cls.baseline_dir / "run", 2, **CHECKPOINTED)
+        assert result.returncode == 0, result.stderr
+        cls.baseline = cls.baseline_dir / "run"
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.baseline_dir, ignore_errors=True)
+
+    def kill_rank_at(self, out, processes, victim, step, **overrides):
+        """Starts a job, SIGKILLs rank `victim` once its receipt for `step` is written."""
+        env = job_env(out, processes, **{**CHECKPOINTED, **overrides})
+        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
+        wait_for(lambda: line_count(out / f"rank-{victim}.jsonl") >= step or launcher.poll() is not None,
+                 120, f"step {step} of rank {victim}")
+        ranks = rank_pids(launcher.pid)
+        self.assertIn(victim, ranks, "the job ended before the fault could be injected")
+        os.kill(ranks[victim], signal.SIGKILL)
+        launcher.wait(timeout=60)
+        self.assertNotEqual(launcher.returncode, 0)
+        for pid in ranks.values():
+            wait_for(lambda: not alive(pid), 30, f"pid {pid} to end")
+
+    def assertIdenticalToBaseline(self, out):
+        self.assertPass(out)
+        self.assertPass(out, "--against", str(self.baseline))
+        self.assertSameBytes(out, self.baseline)
+
+
+class KillAndResume(ResumeTestCase):
+    def test_random_rank_random_step_resumes_to_the_same_bits(self):
+        faults = identical = 0
+        for seed in (11, 12, 13, 14):
+            chooser = random.Random(seed)
+            processes = chooser.choice((2, 4))
+            victim = chooser.randrange(processes)
+            step = chooser.randrange(3, STEPS - 1)
+            resume_on = processes if seed % 2 else chooser.choice([n for n in (1, 2, 4) if n != processes])
+            with self.subTest(seed=seed, processes=processes, victim=victim, step=step,
+                              resume_on=resume_on):
+                out = self.scratch / f"seed{seed}"
+                self.kill_rank_at(out, processes, victim, step)
+                faults += 1
+                self.assertEqual(verify(out).returncode, 3)  # incomplete, never PASS
+                result = launch(out, resume_on, RESUME=1, **CHECKPOINTED)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("resuming after step", result.stderr)
+                self.assertIdenticalToBaseline(out)
+                self.assertTrue(any((out / "superseded").iterdir()))
+                identical += 1
+        print(f"\nFAULTS injected={faults} identical={identical}")
+
+    def test_resume_without_a_checkpoint_replays_from_the_start(self):
+        out = self.scratch / "run"
+        self.kill_rank_at(out, 2, 1, 1, CHECKPOINT_EVERY=0)
+        result = launch(out, 2, RESUME=1, **{**CHECKPOINTED, "CHECKPOINT_EVERY": 0})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIdenticalToBaseline(out)
+
+    def test_replay_detects_receipts_that_do_not_reproduce(self):
+        out = self.scratch / "run"
+        self.kill_rank_at(out, 2, 0, 7)
+        # Tamper with an old receipt past the checkpoint: the resumed job recomputes it.
+        aside_target = out / "rank-1.jsonl"
+        lines = aside_target.read_text().splitlines(keepends=True)
+        digest_at = lines[6].index('"params_sha256": "') + len('"params_sha256": "')
+        flipped = "0" if lines[6][digest_at] != "0" else "1"
+        lines[6] = lines[6][:digest_at] + flipped + lines[6][digest_at + 1:]
+        aside_target.write_text("".join(lines))
+        result = launch(out, 2, RESUME=1, **CHECKPOINTED)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("REPLAY_DIVERGED: step=7 rank=1", result.stderr)
+
+    def test_corrupt_newest_checkpoint_falls_back_to_the_previous(self):
+        out = self.scratch / "run"
+        self.kill_rank_at(out, 2, 1, 8)
+        newest = sorted(out.glob("checkpoint-*.safetensors"))[-1]
+        data = bytearray(newest.read_bytes())
+        data[-5] ^= 0x10
+        newest.write_bytes(bytes(data))
+        result = launch(out, 2, RESUME=1, **CHECKPOINTED)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("warning: skipping checkpoint: CHECKPOINT_INVALID", result.stderr)
+        self.assertIdenticalToBaseline(out)
+
+    def test_another_plans_checkpoint_is_refused(self):
+        out = self.scratch / "run"
+        self.kill_rank_at(out, 2, 1, 5)
+        result = launch(out, 2, RESUME=1, **{**CHECKPOINTED, "LEARNING_RATE": "0.002"})
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("error: CHECKPOINT_PLAN_MISMATCH", result.stderr)
+        self.assertTrue((out / "rank-0.jsonl").exists())  # nothing moved on refusal
+
+
+class RestartsAndDisks(ResumeTestCase):
+    def test_launcher_restarts_a_job_whose_rank_failed_once(self):
+        out = self.scratch / "run"
+        env = job_env(out, 2, **CHECKPOINTED)
+        env.update({"DMLP_TRAIN": str(TRAIN), "FAIL_RANK": "1", "FAIL_STEP": "5",
+                    "FAIL_MARKER": str(self.scratch / "failed-once")})
+        result = run([LAUNCH, "--restarts", "2", "--grace", "5", FAIL_ONCE], env, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue((self.scratch / "failed-once").exists())
+        self.assertIn("attempt 2", result.stderr)
+        self.assertIdenticalToBaseline(out)
+
+    def test_file_size_limit_fails_cleanly_and_leaves_no_corrupt_checkpoint(self):
+        out = self.scratch / "run"
+        limit = 6000  # receipts fit; a checkpoint (~11 KB) does not
+
+        def limit_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        env = job_env(out, 2, **CHECKPOINTED)
+        result = subprocess.run([str(LAUNCH), str(TRAIN)], env=env, capture_output=True, text=True,
+                                timeout=120, preexec_fn=limit_files, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertRegex(result.stderr, r"error: IO_ERROR: checkpoint step 2: write .*File too large")
+        self.assertFalse((out / "result.json").exists())
+        self.assertEqual(list(out.glob("*.tmp")), [])
+        self.assertEqual(list(out.glob("checkpoint-*")), [])
+        self.assertEqual(verify(out).returncode, 3)
+
+    def test_full_filesystem_keeps_the_last_good_checkpoint_newest(self):
+        mount = self.scratch / "small"
+        mount.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(mount)],
+                          capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here (needs root and mount rights)")
+        try:
+            out = mount / "run"
+            result = launch(out, 2, **CHECKPOINTED)
+            self.assertNotEqual(result.returncode, 0)
+            self.assertRegex(result.stderr, r"error: IO_ERROR: .*No space left on device")
+            self.assertFalse((out / "result.json").exists())
+            self.assertEqual(list(out.glob("*.tmp")), [])
+            checkpoints = sorted(out.glob("checkpoint-*.safetensors"))
+            self.assertTrue(checkpoints, "the first checkpoint should have fit")
+            copy = self.scratch / "copy"
+            shutil.copytree(out, copy)
+        finally:
+            subprocess.run(["umount", str(mount)], check=False)
+        result = launch(copy, 2, RESUME=1, **CHECKPOINTED)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIdenticalToBaseline(copy)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,156 @@
+#include "trainer/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/file_util.h"
+#include "common/state_digest.h"
+#include "trainer/replay.h"
+
+namespace dmlp {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::path(::testing::TempDir()) / ("dmlp-ckpt-" + std::to_string(::getpid()));
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+    plan_.out_dir = directory_.string();
+    plan_.model = {3, 4, 1, 2};
+    plan_.num_processes = 2;
+    plan_.data_shards = 2;
+    plan_.steps = 10;
+    plan_.batch = 4;
+    plan_.microbatches = 1;
+    plan_.learning_rate = 0.001;
+    layout_ = *StateLayout::Create(plan_.model);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  std::vector<uint8_t> Image(uint8_t salt) const {
+    std::vector<uint8_t> image(layout_.image_bytes());
+    for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<uint8_t>(i * 13 + salt);
+    return image;
+  }
+  std::string Write(int64_t step) {
+    std::vector<uint8_t> image = Image(static_cast<uint8_t>(step));
+    std::string digest = DigestStateStep(image.data(), image.size());
+    EXPECT_TRUE(WriteCheckpoint(plan_, layout_, step, image.data(), digest).ok());
+    return digest;
+  }
+  void Corrupt(int64_t step) {
+    const std::string path = (directory_ / CheckpointFileName(step)).string();
+    std::string bytes = *ReadFileToString(path);
+    bytes[bytes.size() - 3] ^= 0x40;  // a flipped bit in the nu block
+    ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  }
+
+  fs::path directory_;
+  Plan plan_;
+  StateLayout layout_ = *StateLayout::Create({1, 1, 1, 1});
+};
+
+TEST_F(CheckpointTest, KeepsTheNewestTwo) {
+  for (int64_t step : {2, 4, 6}) Write(step);
+  EXPECT_FALSE(fs::exists(directory_ / CheckpointFileName(2)));
+  EXPECT_TRUE(fs::exists(directory_ / CheckpointFileName(4)));
+  EXPECT_TRUE(fs::exists(directory_ / CheckpointFileName(6)));
+  EXPECT_EQ(CheckpointFileName(6), "checkpoint-00000006.safetensors");
+}
+
+TEST_F(CheckpointTest, NoCheckpointMeansStartFresh) {
+  Result<CheckpointChoice> choice = FindResumeCheckpoint(plan_, layout_);
+  ASSERT_TRUE(choice.ok());
+  EXPECT_EQ(choice->step, 0);
+}
+
+TEST_F(CheckpointTest, ResumesFromTheNewestAndLoadsItsBits) {
+  Write(4);
+  std::string digest = Write(6);
+  Result<CheckpointChoice> choice = FindResumeCheckpoint(plan_, layout_);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  EXPECT_EQ(choice->step, 6);
+  EXPECT_EQ(choice->params_sha256, digest);
+  Result<std::vector<uint8_t>> image = LoadCheckpoint(*choice, layout_);
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(*image, Image(6));
+}
+
+TEST_F(CheckpointTest, ACorruptNewestFallsBackToThePreviousOne) {
+  Write(4);
+  Write(6);
+  Corrupt(6);
+  Result<CheckpointChoice> choice = FindResumeCheckpoint(plan_, layout_);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  EXPECT_EQ(choice->step, 4);
+  ASSERT_EQ(choice->skipped.size(), 1u);
+  EXPECT_NE(choice->skipped[0].find("CHECKPOINT_INVALID"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, NoValidCheckpointIsRefused) {
+  Write(4);
+  Corrupt(4);
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_).status().code(), "CHECKPOINT_INVALID");
+  // A truncated file (a torn write that somehow kept its name) too.
+  std::ofstream(directory_ / CheckpointFileName(8)) << "short";
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_).status().code(), "CHECKPOINT_INVALID");
+}
+
+TEST_F(CheckpointTest, AnotherPlansCheckpointIsRefusedNotUsed) {
+  Write(4);
+  plan_.learning_rate = 0.002;
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_).status().code(), "CHECKPOINT_PLAN_MISMATCH");
+}
+
+TEST_F(CheckpointTest, WorldSizeAndStepsMayChangeOnResume) {
+  Write(4);
+  plan_.num_processes = 1;
+  plan_.steps = 20;
+  plan_.checkpoint_every = 3;
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_)->step, 4);
+}
+
+TEST(ReplayTest, PriorReceiptsComeFromTheRankFileThenMetrics) {
+  fs::path aside = fs::path(::testing::TempDir()) / ("dmlp-aside-" + std::to_string(::getpid()));
+  fs::create_directories(aside);
+  const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
+  std::ofstream(aside / "metrics.jsonl")
+      << FormatReceiptLine({1, "2.0", a, std::nullopt}) << FormatReceiptLine({2, "1.5", b, std::nullopt})
+      << FormatReceiptLine({3, "1.25", c, std::nullopt});
+  // Rank 1 died after one receipt and half a line.
+  std::ofstream(aside / "rank-1.jsonl") << FormatReceiptLine({1, "2.0", a, 1}) << "{\"loss\": \"1.";
+  Result<std::vector<Receipt>> prior = ReadPriorReceipts(aside.string(), 1);
+  ASSERT_TRUE(prior.ok()) << prior.status().ToString();
+  ASSERT_EQ(prior->size(), 3u);
+  EXPECT_EQ((*prior)[2], (Receipt{3, "1.25", c, 1}));
+  // A rank that did not exist then inherits rank 0's record.
+  EXPECT_EQ(ReadPriorReceipts(aside.string(), 5)->size(), 3u);
+  std::ofstream(aside / "rank-2.jsonl") << "garbage\n";
+  EXPECT_EQ(ReadPriorReceipts(aside.string(), 2).status().code(), "RESUME_RECEIPTS_INVALID");
+  fs::remove_all(aside);
+}
+
+TEST(ReplayTest, MoveReceiptsAsideKeepsEveryAttempt) {
+  fs::path out = fs::path(::testing::TempDir()) / ("dmlp-move-" + std::to_string(::getpid()));
+  fs::create_directories(out);
+  EXPECT_EQ(*MoveReceiptsAside(out.string()), "");
+  std::ofstream(out / "rank-0.jsonl") << "x\n";
+  std::ofstream(out / "metrics.jsonl") << "y\n";
+  std::ofstream(out / "checkpoint-00000002.safetensors") << "z";
+  EXPECT_EQ(*MoveReceiptsAside(out.string()), (out / "superseded" / "1").string());
+  std::ofstream(out / "rank-0.jsonl") << "x2\n";
+  EXPECT_EQ(*MoveReceiptsAside(out.string()), (out / "superseded" / "2").string());
+  EXPECT_EQ(*ReadFileToString((out / "superseded" / "1" / "metrics.jsonl").string()), "y\n");
+  EXPECT_EQ(*ReadFileToString((out / "superseded" / "2" / "rank-0.jsonl").string()), "x2\n");
+  EXPECT_TRUE(fs::exists(out / "checkpoint-00000002.safetensors"));
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace dmlp
