@@ -15,4 +15,9 @@ if(DMLP_HAVE_CUDA)
   target_link_libraries(cuda_test PRIVATE dmlp_backend_cuda dmlp_trainer_core dmlp_mlp_cpu
                         GTest::gtest_main)
   gtest_discover_tests(cuda_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+else()
+  # Without CUDA the backend library is the stub: its error text is what users see.
+  add_executable(cuda_stub_test ${CMAKE_CURRENT_LIST_DIR}/cuda_stub_test.cc)
+  target_link_libraries(cuda_stub_test PRIVATE dmlp_backend_cuda dmlp_rendezvous GTest::gtest_main)
+  gtest_discover_tests(cuda_stub_test DISCOVERY_TIMEOUT 60)
 endif()
