@@ -53,7 +53,7 @@ int JobReport::ExitCode() const {
 
 std::string FormatSeconds(double seconds) {
   char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", seconds);
+  std::snprintf(text, sizeof(text), "%.3f", seconds);
   std::string value = text;
   // "30.00" -> "30", "1.50" -> "1.5": integers read as integers.
   while (value.back() == '0') value.pop_back();

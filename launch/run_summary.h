@@ -59,7 +59,7 @@ struct JobReport {
 
 /// The end-of-job lines (without the "dmlp-launch: " prefix).
 std::vector<std::string> SummaryLines(const JobReport& report);
-/// "1.5 s": seconds with at most two decimals, for messages.
+/// "1.5 s": seconds with at most three decimals (milliseconds), for messages.
 std::string FormatSeconds(double seconds);
 
 }  // namespace dmlp

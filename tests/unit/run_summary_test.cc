@@ -27,7 +27,7 @@ TEST(RunSummary, AllSucceeded) {
                   Rank(1, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.1)};
   EXPECT_EQ(report.ExitCode(), 0);
   EXPECT_EQ(SummaryLines(report),
-            std::vector<std::string>{"all 2 ranks exited with code 0 in 1.23 s"});
+            std::vector<std::string>{"all 2 ranks exited with code 0 in 1.234 s"});
 }
 
 TEST(RunSummary, FirstFailureAndHowTheOthersEnded) {
@@ -101,8 +101,9 @@ TEST(RunSummary, GraceZeroAndExitAfterKill) {
 TEST(RunSummary, FormatSeconds) {
   EXPECT_EQ(FormatSeconds(30), "30 s");
   EXPECT_EQ(FormatSeconds(1.5), "1.5 s");
-  EXPECT_EQ(FormatSeconds(0.004), "0 s");
-  EXPECT_EQ(FormatSeconds(12.345), "12.35 s");
+  EXPECT_EQ(FormatSeconds(0.004), "0.004 s");
+  EXPECT_EQ(FormatSeconds(0.0004), "0 s");
+  EXPECT_EQ(FormatSeconds(12.3456), "12.346 s");
 }
 
 }  // namespace
