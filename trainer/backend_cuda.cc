@@ -141,6 +141,8 @@ class CudaBackend final : public Backend {
             {"cuda_runtime", cuda::VersionText(device_.runtime_version)},
             {"cublas", cublas_version_},
             {"cublas_compute_type", gemm_.compute_type_name()},
+            {"matmul_precision", plan_.matmul_precision == MatmulPrecision::kTf32 ? "tf32" : "fp32"},
+            {"reduction", plan_.reduction == Reduction::kOrdered ? "ordered" : "allreduce"},
             {"cublas_workspace_bytes", cuda::kCublasWorkspaceBytes},
             {"nccl", nccl_version_},
             {"collectives", comm_ ? "nccl" : "none (1 process)"},
