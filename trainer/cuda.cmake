@@ -3,22 +3,13 @@
 # Without CUDA (DMLP_HAVE_CUDA OFF) the library of the same name holds only
 # trainer/backend_cuda_stub.cc, so PLATFORM=cuda is a clear PLATFORM_UNAVAILABLE.
 
-# The top-level add_compile_options (-Wall -Wpedantic -ffp-contract=off ...) are
-# GCC options that nvcc rejects. This keeps them for C/C++ sources only and
-# gives CUDA sources their nvcc equivalents:
+# The top-level add_compile_options apply to C/C++ sources only; CUDA sources
+# get their nvcc equivalents here:
 #   --fmad=false      no contraction in device code either (an FMA changes bits;
 #                     device_macros.h's intrinsics are immune anyway),
 #   -Xcompiler=...    the host compiler's warnings and -ffp-contract=off,
 #   no fast math      IEEE division and sqrt (-prec-div/-prec-sqrt stay true).
 function(dmlp_cuda_target_options target)
-  get_target_property(inherited ${target} COMPILE_OPTIONS)
-  if(inherited)
-    set(host_only "")
-    foreach(option IN LISTS inherited)
-      list(APPEND host_only "$<$<COMPILE_LANGUAGE:C,CXX>:${option}>")
-    endforeach()
-    set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS "${host_only}")
-  endif()
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false -Xcompiler=-Wall,-Wextra,-ffp-contract=off>)
   if(DMLP_WERROR)

@@ -130,6 +130,7 @@ Status Rendezvous::Connect() {
     }
     if (found != nullptr) freeaddrinfo(found);
     if (fd_ >= 0) {
+      live_fd_ = fd_;
       local_address_ = LocalAddressOf(fd_);
       return Status::Ok();
     }
@@ -225,10 +226,23 @@ Status Rendezvous::Barrier(std::string_view name) {
   return Status::Ok();
 }
 
+void Rendezvous::Abandon() {
+  abandoned_ = true;
+  const int fd = live_fd_.load();
+  if (fd >= 0) shutdown(fd, SHUT_RDWR);  // wakes a blocked call; Close() closes the fd
+}
+
 Status Rendezvous::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::Ok();
   closed_ = true;
+  live_fd_ = -1;
+  if (abandoned_) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    server_.reset();
+    return Status::Ok();
+  }
   Status status;
   const bool connected = fd_ >= 0;
   if (connected) {

@@ -17,6 +17,7 @@
 // After any error the Rendezvous is broken: later calls return that error.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -63,6 +64,11 @@ class Rendezvous {
   /// Says goodbye. On rank 0 then keeps the coordinator up until every rank has
   /// said goodbye or dropped (bounded), so late ranks are never cut off.
   Status Close();
+  /// For a rank that is failing: makes any call blocked in another thread fail
+  /// at once and makes Close() leave without waiting for peers (rank 0 stops
+  /// the coordinator, so the others see PEER_LOST instead of waiting on us).
+  /// Safe to call from any thread, any number of times.
+  void Abandon();
 
   int rank() const { return options_.rank; }
   int world_size() const { return options_.world_size; }
@@ -90,6 +96,8 @@ class Rendezvous {
   std::mutex mu_;  // one request at a time
   Status broken_;
   bool closed_ = false;
+  std::atomic<bool> abandoned_{false};
+  std::atomic<int> live_fd_{-1};  // fd_ as seen by Abandon(), which takes no lock
 };
 
 }  // namespace dmlp

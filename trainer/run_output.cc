@@ -86,15 +86,11 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   if (is_rank0 && Exists(metrics_path)) return Status::Error("OUTPUT_EXISTS", metrics_path);
   RunOutput output(plan);
   DMLP_ASSIGN_OR_RETURN(output.rank_fd_, CreateExclusive(rank_path, "OUTPUT_EXISTS"));
+  output.created_.push_back(rank_path);
   if (is_rank0) {
-    Result<int> metrics = CreateExclusive(metrics_path, "OUTPUT_EXISTS");
-    if (!metrics.ok()) {
-      ::close(output.rank_fd_);
-      output.rank_fd_ = -1;
-      ::unlink(rank_path.c_str());  // ours, created a moment ago and still empty
-      return metrics.status();
-    }
-    output.metrics_fd_ = *metrics;
+    // On failure `output` goes out of scope and removes the still empty rank file.
+    DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, CreateExclusive(metrics_path, "OUTPUT_EXISTS"));
+    output.created_.push_back(metrics_path);
   }
   return output;
 }
@@ -121,9 +117,17 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
       last_step_(other.last_step_),
       last_loss_(std::move(other.last_loss_)),
       last_hash_(std::move(other.last_hash_)),
-      prior_(std::move(other.prior_)) {}
+      prior_(std::move(other.prior_)),
+      created_(std::move(other.created_)) {}
 
-RunOutput::~RunOutput() { CloseFiles(); }
+RunOutput::~RunOutput() {
+  CloseFiles();
+  if (last_step_ != 0) return;
+  for (const std::string& path : created_) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && info.st_size == 0) ::unlink(path.c_str());
+  }
+}
 
 void RunOutput::CloseFiles() {
   if (rank_fd_ >= 0) ::close(rank_fd_);

@@ -43,6 +43,9 @@ class RunOutput {
                                        std::vector<Receipt> prior);
   RunOutput(RunOutput&& other) noexcept;
   RunOutput& operator=(RunOutput&&) = delete;
+  /// Closes the files; receipt files this object created and never wrote a
+  /// line to (the job failed before its first step) are removed, so a failed
+  /// start leaves OUT_DIR as it was and the rerun is not OUTPUT_EXISTS.
   ~RunOutput();
 
   /// Appends the step's receipt (and on rank 0 the metrics line and METRIC stdout line).
@@ -65,6 +68,7 @@ class RunOutput {
   int64_t last_step_ = 0;
   std::string last_loss_, last_hash_;
   std::vector<Receipt> prior_;  // an earlier attempt's receipts, to replay against
+  std::vector<std::string> created_;  // paths of the receipt files Open created
 };
 
 }  // namespace dmlp

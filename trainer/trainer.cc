@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/float_repr.h"
 #include "trainer/backend.h"
 #include "trainer/checkpoint.h"
@@ -137,12 +139,17 @@ Result<StartingPoint> ResumeStart(const Plan& plan, const StateLayout& layout,
   if (fields.size() != 5 || fields[0] != "ok")
     return Status::Error("PROTOCOL_ERROR", "bad resume decision from rank 0");
   CheckpointChoice choice{std::stoll(fields[1]), fields[2], fields[3], {}};
+  DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> prior, ReadPriorReceipts(fields[4], plan.process_id));
+  if (choice.step > 0 && prior.size() >= static_cast<size_t>(choice.step) &&
+      prior[choice.step - 1].params_sha256 != choice.params_sha256)
+    return Status::Error("RESUME_RECEIPTS_INVALID",
+                         "the receipt of step " + std::to_string(choice.step) +
+                             " does not match its checkpoint's digest " + choice.params_sha256);
   if (choice.step > plan.steps)
     return Status::Error("RESUME_INVALID", "the newest checkpoint is after step " +
                                                std::to_string(choice.step) + ", past STEPS=" +
                                                std::to_string(plan.steps));
   StartingPoint start;
-  DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> prior, ReadPriorReceipts(fields[4], plan.process_id));
   DMLP_ASSIGN_OR_RETURN(RunOutput output, RunOutput::OpenResumed(plan, choice.step, std::move(prior)));
   start.output = std::make_unique<RunOutput>(std::move(output));
   start.done_steps = choice.step;
@@ -157,12 +164,32 @@ Result<StartingPoint> ResumeStart(const Plan& plan, const StateLayout& layout,
   return start;
 }
 
+Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
+                       int64_t step, const std::string& hash, const uint8_t* image);
+
+/// Fault injection for tests (tests/e2e/trainer/test_resume.py):
+/// DMLP_TEST_KILL_AT=STEP makes every rank whose environment has it SIGKILL
+/// itself right after step STEP's receipt and checkpoint are written — the
+/// same effect as an external kill at that moment, without its race against a
+/// fast job. Returns 0 when unset.
+Result<int64_t> KillStepForTests() {
+  if (std::getenv("DMLP_TEST_KILL_AT") == nullptr) return int64_t{0};
+  return RequireInteger(Environment::FromProcess(), "DMLP_TEST_KILL_AT", 1, INT32_MAX);
+}
+
 /// The digest pipeline's sink: the receipt, then on checkpoint steps the
 /// checkpoint (rank 0), which every rank checks against its own digest.
 Status RecordStep(const Plan& plan, const StateLayout& layout, RunOutput& output,
                   Rendezvous& rendezvous, int64_t step, const std::string& loss,
-                  const std::string& hash, const uint8_t* image) {
+                  const std::string& hash, const uint8_t* image, int64_t kill_step) {
   DMLP_RETURN_IF_ERROR(output.Record(step, loss, hash));
+  DMLP_RETURN_IF_ERROR(MaybeCheckpoint(plan, layout, rendezvous, step, hash, image));
+  if (step == kill_step) std::raise(SIGKILL);
+  return Status::Ok();
+}
+
+Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
+                       int64_t step, const std::string& hash, const uint8_t* image) {
   if (plan.checkpoint_every == 0 || step % plan.checkpoint_every != 0) return Status::Ok();
   const std::string key = "checkpoint/" + std::to_string(step);
   if (plan.process_id == 0) {
@@ -177,11 +204,25 @@ Status RecordStep(const Plan& plan, const StateLayout& layout, RunOutput& output
   return Status::Ok();
 }
 
+/// On an error return, leaves the rendezvous without waiting for peers: those
+/// waiting on this rank fail at once with PEER_LOST, a digest thread blocked on
+/// a checkpoint key is released, and rank 0 does not linger in its coordinator
+/// for a heartbeat timeout — so a failing rank exits promptly and dmlp-launch
+/// tears the job down.
+struct AbandonUnlessDone {
+  Rendezvous& rendezvous;
+  bool done = false;
+  ~AbandonUnlessDone() {
+    if (!done) rendezvous.Abandon();
+  }
+};
+
 }  // namespace
 
 Status RunTrainer(const Plan& plan) {
   const auto started = std::chrono::steady_clock::now();
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
+  DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
   // A fresh job opens its outputs first, so a refusal costs no rendezvous; a
   // resumed one needs rank 0's decision first.
   Result<StartingPoint> start = StartingPoint{};
@@ -195,6 +236,7 @@ Status RunTrainer(const Plan& plan) {
   options.heartbeat_timeout_seconds = static_cast<int>(plan.heartbeat_timeout_seconds);
   options.plan_fingerprint = PlanFingerprint(plan);
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> rendezvous, Rendezvous::Join(options));
+  AbandonUnlessDone leave_on_error{*rendezvous};
   if (plan.resume) start = ResumeStart(plan, layout, *rendezvous);
   if (!start.ok()) return start.status();
   RunOutput& output = *start->output;
@@ -212,8 +254,9 @@ Status RunTrainer(const Plan& plan) {
                          [&](int64_t step, const std::string& loss, const std::string& hash,
                              const uint8_t* image) {
                            return RecordStep(plan, layout, output, *rendezvous, step, loss, hash,
-                                             image);
+                                             image, kill_step);
                          });
+  AbandonUnlessDone release_digest_thread{*rendezvous};  // destroyed before `digests`
   DMLP_RETURN_IF_ERROR(digests.Start());
   const auto loop_start = std::chrono::steady_clock::now();
   DMLP_RETURN_IF_ERROR(Train(plan, start->done_steps + 1, *backend, digests));
@@ -226,6 +269,7 @@ Status RunTrainer(const Plan& plan) {
   const uint8_t* final_image = start->image.empty() ? digests.last_image() : start->image.data();
   DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend)));
   DMLP_RETURN_IF_ERROR(rendezvous->Barrier("artifact-complete"));
+  leave_on_error.done = release_digest_thread.done = true;
   return rendezvous->Close();
 }
 

@@ -52,6 +52,17 @@ TEST_F(RunOutputTest, CreatesReceiptFilesAndWritesExactLines) {
             "{\"loss\": \"2.5\", \"params_sha256\": \"" + hash + "\", \"step\": 1}\n");
 }
 
+TEST_F(RunOutputTest, AStartThatFailsBeforeItsFirstStepLeavesNoFiles) {
+  { ASSERT_TRUE(RunOutput::Open(plan_).ok()); }
+  EXPECT_EQ(Listing(), std::vector<std::string>{});
+  {
+    Result<RunOutput> output = RunOutput::Open(plan_);
+    ASSERT_TRUE(output.ok());
+    ASSERT_TRUE(output->Record(1, "2.5", std::string(64, 'c')).ok());
+  }
+  EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.jsonl"}));
+}
+
 TEST_F(RunOutputTest, AnExistingReceiptIsOutputExistsAndNothingChanges) {
   fs::create_directories(directory_);
   std::ofstream(directory_ / "rank-0.jsonl") << "old\n";

@@ -184,6 +184,14 @@ class Failures(JobTestCase):
                          "dmlp-train: error: ENV_INVALID: BATCH must be divisible by NUM_PROCESSES\n")
         self.assertFalse((self.scratch / "run").exists())
 
+    def test_unavailable_platform_is_a_clear_error_and_leaves_no_receipts(self):
+        out = self.scratch / "run"
+        result = run([TRAIN], job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, PLATFORM="cuda"))
+        self.assertEqual(result.returncode, 1)
+        self.assertRegex(result.stderr,
+                         r"^dmlp-train: error: (CUDA_UNAVAILABLE|PLATFORM_UNAVAILABLE|DEVICE_LAYOUT_INVALID): ")
+        self.assertEqual(list(out.iterdir()), [])
+
     def test_nonfinite_loss_stops_the_job(self):
         out = self.scratch / "run"
         result = launch(out, 1, DATA_SHARDS=1, LEARNING_RATE="1e38", STEPS=6)

@@ -1,21 +1,18 @@
 """Crashes and resumes (issue 7): a resumed job must reproduce the bits of an
 uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes."""
 
-import os
 import random
 import resource
 import shutil
-import signal
 import subprocess
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, alive, job_env, launch, line_count, rank_pids,
-                     run, verify, wait_for)
+from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch, run, verify
 
 STEPS = 10
 CHECKPOINTED = {"STEPS": STEPS, "CHECKPOINT_EVERY": 2, "DATA_SHARDS": 4}
-FAIL_ONCE = Path(__file__).with_name("fail_once.sh")
+INJECT_FAULT = Path(__file__).with_name("inject_fault.sh")
 
 
 class ResumeTestCase(JobTestCase):
@@ -33,18 +30,13 @@ class ResumeTestCase(JobTestCase):
         shutil.rmtree(cls.baseline_dir, ignore_errors=True)
 
     def kill_rank_at(self, out, processes, victim, step, **overrides):
-        """Starts a job, SIGKILLs rank `victim` once its receipt for `step` is written."""
+        """Runs a job whose rank `victim` is SIGKILLed right after its receipt of `step`."""
         env = job_env(out, processes, **{**CHECKPOINTED, **overrides})
-        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
-        wait_for(lambda: line_count(out / f"rank-{victim}.jsonl") >= step or launcher.poll() is not None,
-                 120, f"step {step} of rank {victim}")
-        ranks = rank_pids(launcher.pid)
-        self.assertIn(victim, ranks, "the job ended before the fault could be injected")
-        os.kill(ranks[victim], signal.SIGKILL)
-        launcher.wait(timeout=60)
-        self.assertNotEqual(launcher.returncode, 0)
-        for pid in ranks.values():
-            wait_for(lambda: not alive(pid), 30, f"pid {pid} to end")
+        env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": str(victim), "FAULT_STEP": str(step)})
+        result = run([LAUNCH, "--grace", "5", INJECT_FAULT], env)
+        self.assertEqual(result.returncode, 137, result.stderr)
+        self.assertIn(f"RANK_EXIT_NONZERO: rank={victim}", result.stderr)
+        self.assertFalse((out / "result.json").exists())
 
     def assertIdenticalToBaseline(self, out):
         self.assertPass(out)
@@ -121,9 +113,9 @@ class RestartsAndDisks(ResumeTestCase):
     def test_launcher_restarts_a_job_whose_rank_failed_once(self):
         out = self.scratch / "run"
         env = job_env(out, 2, **CHECKPOINTED)
-        env.update({"DMLP_TRAIN": str(TRAIN), "FAIL_RANK": "1", "FAIL_STEP": "5",
-                    "FAIL_MARKER": str(self.scratch / "failed-once")})
-        result = run([LAUNCH, "--restarts", "2", "--grace", "5", FAIL_ONCE], env, timeout=300)
+        env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": "1", "FAULT_STEP": "5",
+                    "FAULT_MARKER": str(self.scratch / "failed-once")})
+        result = run([LAUNCH, "--restarts", "2", "--grace", "5", INJECT_FAULT], env, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertTrue((self.scratch / "failed-once").exists())
         self.assertIn("attempt 2", result.stderr)
