@@ -1,6 +1,7 @@
 #include "common/receipt_reader.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -11,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/float_repr.h"
-#include "common/sha256.h"
 
 namespace dmlp {
 namespace {
@@ -32,8 +32,27 @@ std::string Quote(std::string_view text) {
   return text.size() > kMax ? out + "..." : out;
 }
 
+// 64 lower-case hex digits, without a branch per character (this runs once per line).
+bool IsLowerHex64(std::string_view text) {
+  static constexpr auto kTable = [] {
+    std::array<uint8_t, 256> table{};
+    for (char c = '0'; c <= '9'; ++c) table[static_cast<uint8_t>(c)] = 1;
+    for (char c = 'a'; c <= 'f'; ++c) table[static_cast<uint8_t>(c)] = 1;
+    return table;
+  }();
+  if (text.size() != 64) return false;
+  unsigned all = 1;
+  for (char c : text) all &= kTable[static_cast<uint8_t>(c)];
+  return all != 0;
+}
+
 // Loss checks shared by both paths; returns kNone when the text is a valid loss.
 ReceiptDefect CheckLoss(std::string_view text, std::string& detail) {
+  // The ranks of a run write the same loss at a step and are read in lockstep, so
+  // the last valid text recurs: remembering it skips the repr round trip. The
+  // memo only ever holds a text that passed every check below.
+  thread_local std::string last_valid;
+  if (!text.empty() && text == last_valid) return ReceiptDefect::kNone;
   double value = 0;
   const char* end = text.data() + text.size();
   auto [stop, error] = std::from_chars(text.data(), end, value);
@@ -56,6 +75,7 @@ ReceiptDefect CheckLoss(std::string_view text, std::string& detail) {
     detail = "loss " + Quote(text) + " is not a float32 value";
     return ReceiptDefect::kLossNotFloat32;
   }
+  last_valid.assign(text);
   return ReceiptDefect::kNone;
 }
 
@@ -75,31 +95,34 @@ bool ConsumeCanonicalInt(std::string_view& rest, int64_t& out) {
   return true;
 }
 
-// The exact bytes FormatReceiptLine writes; any deviation goes to the slow path.
-std::optional<Receipt> ParseCanonical(std::string_view rest, bool expect_rank) {
-  Receipt receipt;
-  if (!Consume(rest, "{\"loss\": \"")) return std::nullopt;
+// The exact bytes FormatReceiptLine writes, read into `receipt` (its storage
+// reused); any deviation returns false and the slow path classifies it.
+bool ParseCanonical(std::string_view rest, bool expect_rank, Receipt& receipt) {
+  if (!Consume(rest, "{\"loss\": \"")) return false;
   size_t quote = rest.find('"');
-  if (quote == std::string_view::npos) return std::nullopt;
+  if (quote == std::string_view::npos) return false;
   for (char c : rest.substr(0, quote))
-    if (c < 0x20 || c > 0x7e || c == '\\') return std::nullopt;
-  receipt.loss = rest.substr(0, quote);
+    if (c < 0x20 || c > 0x7e || c == '\\') return false;
+  std::string_view loss = rest.substr(0, quote);
   rest.remove_prefix(quote);
-  if (!Consume(rest, "\", \"params_sha256\": \"") || rest.size() < 64) return std::nullopt;
-  if (!IsLowerHexDigest(rest.substr(0, 64))) return std::nullopt;
-  receipt.params_sha256 = rest.substr(0, 64);
+  if (!Consume(rest, "\", \"params_sha256\": \"") || rest.size() < 64) return false;
+  std::string_view hash = rest.substr(0, 64);
+  if (!IsLowerHex64(hash)) return false;
   rest.remove_prefix(64);
+  int64_t rank = 0;
   if (expect_rank) {
-    int64_t rank = 0;
-    if (!Consume(rest, "\", \"rank\": ") || !ConsumeCanonicalInt(rest, rank)) return std::nullopt;
-    receipt.rank = rank;
-    if (!Consume(rest, ", \"step\": ")) return std::nullopt;
+    if (!Consume(rest, "\", \"rank\": ") || !ConsumeCanonicalInt(rest, rank)) return false;
+    if (!Consume(rest, ", \"step\": ")) return false;
   } else if (!Consume(rest, "\", \"step\": ")) {
-    return std::nullopt;
+    return false;
   }
-  if (!ConsumeCanonicalInt(rest, receipt.step) || receipt.step < 1) return std::nullopt;
-  if (rest != "}") return std::nullopt;
-  return receipt;
+  int64_t step = 0;
+  if (!ConsumeCanonicalInt(rest, step) || step < 1 || rest != "}") return false;
+  receipt.loss.assign(loss);
+  receipt.params_sha256.assign(hash);
+  receipt.step = step;
+  receipt.rank = expect_rank ? std::optional<int64_t>(rank) : std::nullopt;
+  return true;
 }
 
 // One top-level value of the object, as the SAX parser reported it.
@@ -253,7 +276,7 @@ ReceiptLineParse CheckFields(const LineHandler& handler, bool expect_rank) {
 
 // Value checks common to both paths, then the canonical-bytes check.
 ReceiptLineParse CheckValues(ReceiptLineParse parse, std::string_view line) {
-  if (!IsLowerHexDigest(parse.receipt.params_sha256)) {
+  if (!IsLowerHex64(parse.receipt.params_sha256)) {
     parse.defect = ReceiptDefect::kHashFormat;
     parse.detail = "params_sha256 " + Quote(parse.receipt.params_sha256) +
                    " is not 64 lower-case hex digits";
@@ -300,21 +323,30 @@ ReceiptLineParse ParseSlow(std::string_view line, bool expect_rank) {
 }  // namespace
 
 ReceiptLineParse ParseReceiptLine(std::string_view line, bool expect_rank) {
-  if (line.size() > kMaxReceiptLineBytes)
-    return Defect(ReceiptDefect::kTooLong, "line of " + std::to_string(line.size()) + " bytes");
-  if (std::optional<Receipt> receipt = ParseCanonical(line, expect_rank)) {
-    ReceiptLineParse parse;
-    parse.receipt = std::move(*receipt);
+  ReceiptLineParse parse;
+  ParseReceiptLine(line, expect_rank, parse);
+  return parse;
+}
+
+void ParseReceiptLine(std::string_view line, bool expect_rank, ReceiptLineParse& parse) {
+  parse.defect = ReceiptDefect::kNone;
+  parse.detail.clear();
+  parse.usable = false;
+  parse.glued_offset = 0;
+  if (line.size() > kMaxReceiptLineBytes) {
+    parse = Defect(ReceiptDefect::kTooLong, "line of " + std::to_string(line.size()) + " bytes");
+  } else if (ParseCanonical(line, expect_rank, parse.receipt)) {
     parse.usable = true;
     parse.defect = CheckLoss(parse.receipt.loss, parse.detail);
-    return parse;
+  } else if (std::memchr(line.data(), '\0', line.size()) != nullptr) {
+    parse = Defect(ReceiptDefect::kNul, "NUL byte at offset " + std::to_string(line.find('\0')));
+  } else if (line.starts_with(kBom)) {
+    parse = Defect(ReceiptDefect::kBom, "line starts with a UTF-8 BOM");
+  } else if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+    parse = Defect(ReceiptDefect::kEmpty, "empty line");
+  } else {
+    parse = ParseSlow(line, expect_rank);
   }
-  if (std::memchr(line.data(), '\0', line.size()) != nullptr)
-    return Defect(ReceiptDefect::kNul, "NUL byte at offset " + std::to_string(line.find('\0')));
-  if (line.starts_with(kBom)) return Defect(ReceiptDefect::kBom, "line starts with a UTF-8 BOM");
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos)
-    return Defect(ReceiptDefect::kEmpty, "empty line");
-  return ParseSlow(line, expect_rank);
 }
 
 const char* ReceiptDefectId(ReceiptDefect defect) {

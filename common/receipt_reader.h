@@ -65,6 +65,8 @@ struct ReceiptLineParse {
 
 /// Parses one line (without its '\n'); `expect_rank`: rank files true, metrics.jsonl false.
 ReceiptLineParse ParseReceiptLine(std::string_view line, bool expect_rank);
+/// The same into `parse`, reusing its strings' storage: the streaming hot path allocates nothing.
+void ParseReceiptLine(std::string_view line, bool expect_rank, ReceiptLineParse& parse);
 /// The stable finding id of a defect, e.g. "line.duplicate_key" ("" for kNone).
 const char* ReceiptDefectId(ReceiptDefect defect);
 /// ParseReceiptLine as a Result: code RECEIPT_INVALID, detail "<finding id>: <detail>".

@@ -34,43 +34,43 @@ Result<bool> ReceiptStream::Next(Receipt* record) {
       return false;
     }
     ++summary_.lines;
-    std::optional<Receipt> found = RecordOfLine(line);
-    if (found && Track(*found, line.number)) {
-      *record = std::move(*found);
+    const Receipt* found = RecordOfLine(line);
+    if (found != nullptr && Track(*found, line.number)) {
+      *record = *found;
       record_line_ = line.number;
       return true;
     }
   }
 }
 
-std::optional<Receipt> ReceiptStream::RecordOfLine(const Line& line) {
+const Receipt* ReceiptStream::RecordOfLine(const Line& line) {
   if (line.too_long) {
     Report("line.too_long", line.number,
            "line of " + std::to_string(line.length) + " bytes (limit " +
                std::to_string(kMaxReceiptLineBytes) + ")");
-    return std::nullopt;
+    return nullptr;
   }
   const bool expect_rank = summary_.rank.has_value();
-  ReceiptLineParse parse = ParseReceiptLine(line.text, expect_rank);
+  ParseReceiptLine(line.text, expect_rank, parse_);
   // A write cut short leaves a prefix of a valid line: either JSON that stops
   // early, or a whole record whose '\n' never came.
-  const bool prefix_like = parse.ok() || parse.defect == ReceiptDefect::kTruncated;
-  if (line.is_last && prefix_like && (!line.has_newline || !parse.ok())) {
+  const bool prefix_like = parse_.ok() || parse_.defect == ReceiptDefect::kTruncated;
+  if (line.is_last && prefix_like && (!line.has_newline || !parse_.ok())) {
     summary_.torn_last = true;
     Report("line.torn_last", line.number,
-           parse.ok() ? "the last record has no newline" : "the last line is cut short");
-    return std::nullopt;
+           parse_.ok() ? "the last record has no newline" : "the last line is cut short");
+    return nullptr;
   }
-  if (!parse.ok()) ReportDefect(parse, line.number, "");
-  std::optional<Receipt> record;
-  if (parse.usable) {
-    record = std::move(parse.receipt);
-  } else if (parse.defect == ReceiptDefect::kGlued) {
-    ReceiptLineParse glued = ParseReceiptLine(line.text.substr(parse.glued_offset), expect_rank);
-    if (!glued.ok()) ReportDefect(glued, line.number, "in the glued record: ");
-    if (glued.usable) record = std::move(glued.receipt);
+  if (!parse_.ok()) ReportDefect(parse_, line.number, "");
+  const Receipt* record = nullptr;
+  if (parse_.usable) {
+    record = &parse_.receipt;
+  } else if (parse_.defect == ReceiptDefect::kGlued) {
+    ParseReceiptLine(line.text.substr(parse_.glued_offset), expect_rank, glued_);
+    if (!glued_.ok()) ReportDefect(glued_, line.number, "in the glued record: ");
+    if (glued_.usable) record = &glued_.receipt;
   }
-  if (record && expect_rank && record->rank != summary_.rank && sink_ != nullptr) {
+  if (record != nullptr && expect_rank && record->rank != summary_.rank && sink_ != nullptr) {
     sink_->Add(Finding::Of("rank.field_mismatch", summary_.display, "rank field differs from the file name")
                    .AtLine(line.number)
                    .AtStep(record->step)

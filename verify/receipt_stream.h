@@ -52,8 +52,9 @@ class ReceiptStream {
   int64_t record_line() const { return record_line_; }
 
  private:
-  // The record a line yields, if any, after reporting its framing and parse defects.
-  std::optional<Receipt> RecordOfLine(const Line& line);
+  // The record a line yields, if any (pointing into parse_ or glued_), after
+  // reporting its framing and parse defects.
+  const Receipt* RecordOfLine(const Line& line);
   // Applies the step rules; true when the record is accepted.
   bool Track(const Receipt& record, int64_t line_number);
   void Report(std::string_view id, int64_t line, std::string message);
@@ -61,6 +62,7 @@ class ReceiptStream {
 
   LineReader reader_;
   FindingSink* sink_;
+  ReceiptLineParse parse_, glued_;  // reused line after line: no allocation per line
   FileSummary summary_;
   bool replaying_ = false;  // after steps.restart, until the replay passes the old last step
   int64_t replay_step_ = 0;
