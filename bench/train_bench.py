@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""train_bench: dmlp-train (PLATFORM=cpu) and the reference JAX job side by side
+on this machine, in one run, on the same configuration.
+
+Prints, for each NUM_PROCESSES: steps/s of both and their ratio (start-up
+excluded and shown apart), dmlp's split of a step (data, compute = forward and
+backward with GEMMs, collectives, optimizer, digest thread) and its floor: the
+update's GEMM FLOPs over the GEMM rate measured in this same run (bench/cpu_floor).
+
+  bench/train_bench.py [--build build] [--processes 1,2] [--steps 20] [--no-reference]
+
+Configuration defaults to issue 4's: FEATURES=512 WIDTH=1024 LAYERS=3 CLASSES=10
+BATCH=512 MICROBATCHES=8; override any of them through the environment.
+The reference needs JAX (bench/reference/setup_venv.sh); without it, or with
+--no-reference, only dmlp's figures are printed. Not a test: it asserts nothing.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = {"FEATURES": "512", "WIDTH": "1024", "LAYERS": "3", "CLASSES": "10", "BATCH": "512",
+          "MICROBATCHES": "8", "SEED": "42", "LEARNING_RATE": "0.001"}
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def config():
+    return {k: os.environ.get(k, v) for k, v in CONFIG.items()}
+
+
+def run_dmlp(build, processes, steps, scratch):
+    env = dict(os.environ, **config(), STEPS=str(steps), NUM_PROCESSES=str(processes),
+               DATA_SHARDS=str(processes), PLATFORM="cpu", HEARTBEAT_TIMEOUT_SECONDS="120",
+               COORDINATOR_PORT=str(free_port()), OUT_DIR=str(scratch / f"dmlp-{processes}"),
+               DMLP_PROFILE="1")
+    started = time.monotonic()
+    result = subprocess.run([str(build / "bin/dmlp-launch"), str(build / "bin/dmlp-train")], env=env,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.monotonic() - started
+    if result.returncode != 0:
+        sys.exit(f"train_bench: dmlp-train failed:\n{result.stderr}")
+    line = next(l for l in result.stderr.splitlines() if "PROFILE " in l)
+    profile = json.loads(line.split("PROFILE ", 1)[1])
+    profile["wall"] = wall
+    return profile
+
+
+def run_reference(processes, steps, scratch):
+    env = dict(os.environ, **config(), STEPS=str(steps), NUM_PROCESSES=str(processes),
+               OUT_DIR=str(scratch / f"ref-{processes}"), LOG_DIR=str(scratch / f"ref-log-{processes}"))
+    result = subprocess.run([str(ROOT / "bench/reference/run_reference.sh")], env=env,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        print(f"train_bench: reference not run ({result.stderr.strip().splitlines()[-1:]})")
+        return None
+    figures = dict(re.findall(r"reference_(\w+)=([0-9.eE+-]+)", result.stdout))
+    return {k: float(v) for k, v in figures.items()}
+
+
+def floor(build, processes):
+    cfg = config()
+    samples = int(cfg["BATCH"]) // processes
+    threads = int(os.environ.get("DMLP_CPU_THREADS", max(1, ((os.cpu_count() or 1) - 1) // processes)))
+    out = subprocess.run([str(build / "bin/cpu_floor"), cfg["FEATURES"], cfg["WIDTH"], cfg["LAYERS"],
+                          cfg["CLASSES"], str(samples), str(threads)],
+                         capture_output=True, text=True, check=True).stdout
+    return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", out)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=str(ROOT / "build"))
+    parser.add_argument("--processes", default="1,2")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--no-reference", action="store_true")
+    args = parser.parse_args()
+    build = Path(args.build).resolve()
+    scratch = Path(tempfile.mkdtemp(prefix="dmlp-train-bench-"))
+    cfg = config()
+    print("train_bench: " + " ".join(f"{k}={v}" for k, v in cfg.items()) + f" STEPS={args.steps}")
+    print(f"train_bench: load average before: {os.getloadavg()[0]:.2f} (other work skews every figure)")
+    try:
+        for processes in [int(p) for p in args.processes.split(",")]:
+            dmlp = run_dmlp(build, processes, args.steps, scratch)
+            updates = dmlp["updates"]
+            dmlp_rate = args.steps / dmlp["train_loop"]
+            gemm = floor(build, processes)
+            per_update = dmlp["train_loop"] / updates
+            print(f"\nNUM_PROCESSES={processes}")
+            print(f"  dmlp      {dmlp_rate:8.3f} steps/s   start-up {dmlp['startup']:.2f} s")
+            if not args.no_reference:
+                ref = run_reference(processes, args.steps, scratch)
+                if ref:
+                    print(f"  reference {ref['steps_per_s']:8.3f} steps/s   start-up {ref['startup_s']:.2f} s")
+                    print(f"  ratio     {dmlp_rate / ref['steps_per_s']:8.2f}x  (dmlp / reference)")
+            print(f"  per update {per_update * 1e3:8.1f} ms; rank 0's split (ms per update):")
+            for phase in ("data", "compute", "collectives", "optimizer"):
+                print(f"    {phase:12s}{dmlp.get(phase, 0) / updates * 1e3:8.1f}")
+            print(f"    {'digest*':12s}{dmlp['digest_thread'] / args.steps * 1e3:8.1f}  per step, "
+                  "on its own thread (overlaps the next step)")
+            print(f"  floor      {gemm['floor_update_s'] * 1e3:8.1f} ms per update = "
+                  f"{gemm['gemm_flops_per_update'] / 1e9:.2f} GFLOP at {gemm['gemm_gflops']:.1f} GFLOP/s "
+                  f"measured now; dmlp is {per_update / gemm['floor_update_s']:.2f}x the floor")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
