@@ -85,14 +85,14 @@ bool Consume(std::string_view& rest, std::string_view token) {
   return true;
 }
 
-// A canonical non-negative JSON integer (no leading zeros) that fits int64.
+// A canonical non-negative JSON integer (no leading zeros) up to kMaxReceiptInteger.
 bool ConsumeCanonicalInt(std::string_view& rest, int64_t& out) {
   size_t digits = 0;
   while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
   if (digits == 0 || digits > 18 || (digits > 1 && rest[0] == '0')) return false;
   std::from_chars(rest.data(), rest.data() + digits, out);
   rest.remove_prefix(digits);
-  return true;
+  return out <= kMaxReceiptInteger;
 }
 
 // The exact bytes FormatReceiptLine writes, read into `receipt` (its storage
@@ -229,8 +229,8 @@ ReceiptLineParse CheckInteger(const TopField& field, int64_t minimum, int64_t& o
                                                  (field.kind == TopField::kFloat ? " " + field.text : ""));
   if (field.kind == TopField::kNegative) {
     out = field.negative_value;
-  } else if (field.unsigned_value > uint64_t{std::numeric_limits<int64_t>::max()}) {
-    return Defect(ReceiptDefect::kFieldRange, "\"" + field.key + "\" is beyond int64");
+  } else if (field.unsigned_value > uint64_t{kMaxReceiptInteger}) {
+    return Defect(ReceiptDefect::kFieldRange, "\"" + field.key + "\" is above 2^53");
   } else {
     out = static_cast<int64_t>(field.unsigned_value);
   }

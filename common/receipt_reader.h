@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,9 @@ namespace dmlp {
 
 /// Lines longer than this are rejected without parsing (a receipt is ~140 bytes).
 inline constexpr size_t kMaxReceiptLineBytes = 4096;
+/// step and rank above 2^53 are out of range: no run gets there, and step + 1
+/// can then never overflow in the code that checks step order.
+inline constexpr int64_t kMaxReceiptInteger = int64_t{1} << 53;
 
 enum class ReceiptDefect {
   kNone,
@@ -42,7 +46,7 @@ enum class ReceiptDefect {
   kFieldMissing,    // loss, params_sha256, step (and rank in rank files) are all required
   kFieldExtra,      // any other key (rank is extra in metrics.jsonl)
   kFieldType,       // loss/hash not strings, step/rank not JSON integers
-  kFieldRange,      // step < 1, rank < 0, or beyond int64
+  kFieldRange,      // step < 1, rank < 0, or either above kMaxReceiptInteger
   kHashFormat,      // params_sha256 is not 64 lower-case hex
   kLossNonfinite,   // loss reads as nan/inf
   kLossNotRepr,     // loss is not Python's repr() of its own value

@@ -22,7 +22,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"line.field_missing", E, "a record lacks loss, params_sha256, step or (rank files) rank"},
     {"line.field_extra", E, "a record has a field besides those (rank is extra in metrics.jsonl)"},
     {"line.field_type", E, "loss or params_sha256 is not a string, or step or rank is not a JSON integer (1.0, \"1\", true)"},
-    {"line.field_range", E, "step < 1, rank < 0, or an integer beyond int64"},
+    {"line.field_range", E, "step < 1, rank < 0, or either above 2^53"},
     {"line.hash_format", E, "params_sha256 is not 64 lower-case hex digits"},
     {"line.loss_nonfinite", E, "loss is nan or inf"},
     {"line.loss_not_repr", E, "loss is not Python's repr() of the number it denotes"},

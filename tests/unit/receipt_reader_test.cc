@@ -96,6 +96,9 @@ TEST(ReceiptReaderTest, KeysAndTypes) {
   EXPECT_EQ(DefectOf(Line("1.0", kHash, "0", "-3")), ReceiptDefect::kFieldRange);
   EXPECT_EQ(DefectOf(Line("1.0", kHash, "-1")), ReceiptDefect::kFieldRange);
   EXPECT_EQ(DefectOf(Line("1.0", kHash, "0", "9223372036854775808")), ReceiptDefect::kFieldRange);
+  EXPECT_EQ(DefectOf(Line("1.0", kHash, "0", "9007199254740993")), ReceiptDefect::kFieldRange);  // 2^53 + 1
+  EXPECT_TRUE(ParseReceiptLine(Line("1.0", kHash, "0", "9007199254740992"), true).ok());
+  EXPECT_EQ(DefectOf(Line("1.0", kHash, "9007199254740993")), ReceiptDefect::kFieldRange);
 }
 
 TEST(ReceiptReaderTest, HashAndLoss) {

@@ -3,6 +3,7 @@
 # targets in tests/fuzz/fuzz.cmake (DMLP_FUZZ=ON with clang).
 add_executable(verify_test
   ${CMAKE_CURRENT_LIST_DIR}/receipt_reader_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_cli_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_line_reader_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_report_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_result_test.cc
@@ -11,6 +12,8 @@ add_executable(verify_test
 )
 target_link_libraries(verify_test PRIVATE dmlp_verify_lib GTest::gtest_main)
 target_compile_definitions(verify_test PRIVATE
-  DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}" DMLP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}" DMLP_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  DMLP_VERIFY_BINARY="$<TARGET_FILE:dmlp-verify>")
+add_dependencies(verify_test dmlp-verify)
 gtest_discover_tests(verify_test DISCOVERY_TIMEOUT 60)
 include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/fuzz.cmake OPTIONAL)

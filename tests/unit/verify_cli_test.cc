@@ -1,0 +1,122 @@
+// The dmlp-verify binary itself: exit codes, the exact error text users see,
+// where the human and JSON reports go.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/verify_test_util.h"
+
+namespace dmlp::verify {
+namespace {
+
+struct Ran {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Ran RunVerify(std::vector<std::string> args) {
+  testing::TempDir capture;
+  args.insert(args.begin(), DMLP_VERIFY_BINARY);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen(capture.File("out").c_str(), "w", stdout) ||
+        !std::freopen(capture.File("err").c_str(), "w", stderr))
+      ::_exit(125);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return Ran{WIFEXITED(status) ? WEXITSTATUS(status) : -1, capture.Read("out"), capture.Read("err")};
+}
+
+TEST(VerifyCliTest, PassGoesToStdoutEndingInTheVerdict) {
+  testing::TempDir run;
+  testing::WriteReferenceRun(run, 2, 3);
+  Ran ran = RunVerify({run.path()});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_TRUE(ran.out.ends_with("\nPASS\n")) << ran.out;
+  EXPECT_EQ(ran.err, "");
+}
+
+TEST(VerifyCliTest, JsonAloneGoesToStdoutAndTheHumanReportToStderr) {
+  testing::TempDir run;
+  testing::WriteReferenceRun(run, 2, 3, /*with_result=*/false);
+  Ran ran = RunVerify({"--json", run.path()});
+  EXPECT_EQ(ran.exit_code, 3);
+  EXPECT_TRUE(ran.err.ends_with("\nINCOMPLETE\n")) << ran.err;
+  nlohmann::json report = nlohmann::json::parse(ran.out);
+  EXPECT_EQ(report["verdict"], "INCOMPLETE");
+  EXPECT_EQ(report["exit_code"], 3);
+  Ran allowed = RunVerify({"--allow-incomplete", "--json", run.path()});
+  EXPECT_EQ(allowed.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(allowed.out)["exit_code"], 0);
+}
+
+TEST(VerifyCliTest, JsonFileBesideTheHumanReport) {
+  testing::TempDir run, reports;
+  testing::WriteReferenceRun(run, 1, 2);
+  run.Write("rank-0.jsonl", testing::RankLine(1, 0) + testing::RankLine(1, 0));
+  Ran ran = RunVerify({"--json=" + reports.File("r.json"), run.path()});
+  EXPECT_EQ(ran.exit_code, 1);
+  EXPECT_TRUE(ran.out.ends_with("\nFAIL\n")) << ran.out;
+  nlohmann::json report = nlohmann::json::parse(reports.Read("r.json"));
+  EXPECT_EQ(report["verdict"], "FAIL");
+  EXPECT_FALSE(std::filesystem::exists(reports.File("r.json.tmp")));
+}
+
+TEST(VerifyCliTest, TroubleIsExitTwoWithTheErrorCode) {
+  testing::TempDir scratch;
+  const std::string missing = scratch.File("missing");
+  Ran ran = RunVerify({missing});
+  EXPECT_EQ(ran.exit_code, 2);
+  EXPECT_EQ(ran.err, "dmlp-verify: error: NOT_FOUND: " + missing + "\n");
+  EXPECT_EQ(ran.out, "");
+  Ran json = RunVerify({"--json", missing});
+  EXPECT_EQ(json.exit_code, 2);
+  nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["verdict"], "ERROR");
+  EXPECT_EQ(report["error"], "NOT_FOUND: " + missing);
+  Ran unwritable = RunVerify({"--json=" + scratch.File("no/such/dir/r.json"), scratch.path()});
+  EXPECT_EQ(unwritable.exit_code, 2);
+  EXPECT_TRUE(unwritable.err.starts_with("dmlp-verify: error: IO_ERROR: ")) << unwritable.err;
+}
+
+TEST(VerifyCliTest, NeverWritesTheReportIntoTheRun) {
+  testing::TempDir run;
+  testing::WriteReferenceRun(run, 1, 2);
+  Ran ran = RunVerify({"--json=" + run.File("report.json"), run.path()});
+  EXPECT_EQ(ran.exit_code, 2);
+  EXPECT_EQ(ran.err, "dmlp-verify: error: USAGE_ERROR: --json=" + run.File("report.json") +
+                         " is inside the run directory " + run.path() + ", which dmlp-verify never writes\n");
+  EXPECT_FALSE(std::filesystem::exists(run.File("report.json")));
+}
+
+TEST(VerifyCliTest, UsageHelpVersion) {
+  Ran none = RunVerify({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("RUN_DIR is required"), std::string::npos) << none.err;
+  EXPECT_EQ(RunVerify({"--no-such-option", "x"}).exit_code, 2);
+  Ran help = RunVerify({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--against OTHER_RUN"), std::string::npos);
+  Ran version = RunVerify({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out, std::string("dmlp-verify ") + DMLP_VERSION + "\n");
+  Ran checks = RunVerify({"--list-checks"});
+  EXPECT_EQ(checks.exit_code, 0);
+  EXPECT_NE(checks.out.find("| `ranks.hash_divergence` | error |"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dmlp::verify
