@@ -1,0 +1,75 @@
+# dmlp image: the job of spec.json (same base, same apt packages, same ENV;
+# tests/e2e/image/image_agreement.py fails when the two disagree) with
+# dmlp-launch, dmlp-train and dmlp-verify built for sm_89 (L4) and sm_90
+# (H100/H200), tested, and installed on PATH.
+#
+#   docker build -t dmlp .
+#   docker run --rm --gpus all -v "$PWD/out:/workspace/out" -e OUT_DIR=/workspace/out/run-1 dmlp
+#
+# Stages: `base` (CUDA devel image + packages) is shared; `build` compiles and
+# runs the CPU test suite; the final image is `base` plus the installed
+# programs, without the build tree. Every RUN below is a command CI also runs
+# (tools/test-all.sh, tools/install-deps.sh --build; see README "Docker").
+
+FROM nvidia/cuda:12.8.1-devel-ubuntu24.04 AS base
+# Packages: exactly spec.json's image.apt (= tools/install-deps.sh --build).
+# NCCL (libnccl-dev 2.25.1+cuda12.8) and cuBLAS come with the base image,
+# pinned there with apt-mark hold; naming them would ask apt to change them.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      g++ \
+      make \
+      cmake \
+      pkg-config \
+      libcli11-dev \
+      libyaml-cpp-dev \
+      nlohmann-json3-dev \
+      libssl-dev \
+      libgtest-dev \
+      libgmock-dev \
+      libgloo-dev \
+      libblis-openmp-dev \
+      python3 \
+      procps \
+ && rm -rf /var/lib/apt/lists/*
+
+FROM base AS build
+WORKDIR /src/dmlp
+COPY . .
+# Release for both GPU targets. DMLP_CUDA=ON fails the configure step when
+# nvcc is missing instead of building the CPU-only stub. No -Werror here:
+# warnings are CI's business (Debian 12, GCC 12); a new GCC or nvcc warning
+# must not stop an image build. Benchmarks are not part of the image.
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDMLP_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="89;90" -DDMLP_BUILD_BENCH=OFF \
+ && cmake --build build -j"$(nproc)"
+# The CPU test suite, all of it: a build container has no GPU, so the CUDA
+# unit tests skip themselves (GTEST_SKIP); everything else must pass.
+RUN ctest --test-dir build --output-on-failure -j"$(nproc)"
+RUN cmake --install build --prefix /opt/dmlp \
+  && install -D -m 0755 run.sh /opt/dmlp/share/dmlp/run.sh
+
+FROM base
+COPY --from=build /opt/dmlp/ /usr/local/
+# The job: exactly spec.json's image.env. Set only in the final stage so the
+# test suite above runs with the environment its tests choose.
+ENV PLATFORM=cuda \
+    STEPS=1200 \
+    SEED=42 \
+    OUT_DIR=/workspace/out \
+    LEARNING_RATE=0.001 \
+    BATCH=4096 \
+    MICROBATCHES=8 \
+    NUM_PROCESSES=8 \
+    DATA_SHARDS=8 \
+    COORDINATOR_PORT=12355 \
+    FEATURES=512 \
+    WIDTH=2048 \
+    LAYERS=3 \
+    CLASSES=10 \
+    NCCL_SHM_DISABLE=1 \
+    NCCL_SOCKET_IFNAME=lo \
+    HEARTBEAT_TIMEOUT_SECONDS=86400
+WORKDIR /workspace
+# run.sh: check the environment, list the GPUs, dmlp-launch, dmlp-verify.
+CMD ["/usr/local/share/dmlp/run.sh"]
