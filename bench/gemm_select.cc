@@ -199,6 +199,34 @@ void PrintSpeedTable(const char* title, const std::vector<int>& threads, bool cp
   }
 }
 
+// The floor the trainer's benchmark divides by: the 512x2048x2048 forward GEMM
+// (batch 512 through a 2048-wide hidden layer), median and best over rounds.
+void PrintFloor(const Options& options, const std::map<RunKey, std::vector<WorkerRun>>& runs) {
+  std::vector<GemmShape> shapes = MlpGemmShapes();
+  size_t floor_shape = 0;
+  while (floor_shape < shapes.size() && shapes[floor_shape].name != "n512 W2048 hid fwd") ++floor_shape;
+  if (floor_shape == shapes.size()) return;
+  const double flops = 2.0 * 512 * 2048 * 2048;
+  std::printf("\n512x2048x2048 NN (%.2f GFLOP): GFLOP/s median [best], ms per call at the median\n",
+              flops / 1e9);
+  for (size_t c = 0; c < options.candidates.size(); ++c) {
+    std::printf("%-20s", options.candidates[c].Name().c_str());
+    for (int t : options.threads) {
+      std::vector<double> wall, cpu;
+      for (const auto& run : runs.at({c, t})) {
+        if (!run.ok) continue;
+        wall.push_back(run.shapes[floor_shape].gflops);
+        cpu.push_back(run.shapes[floor_shape].cpu_gflops);
+      }
+      if (wall.empty()) continue;
+      std::printf("  t%d wall %5.0f [%5.0f] %6.1f ms", t, Median(wall),
+                  *std::max_element(wall.begin(), wall.end()), flops / Median(wall) / 1e6);
+      if (t == 1) std::printf(", cpu %5.0f [%5.0f]", Median(cpu), *std::max_element(cpu.begin(), cpu.end()));
+    }
+    std::printf("\n");
+  }
+}
+
 // Bit-stability per candidate: repeated calls, buffer layout, rounds (fresh
 // processes), and thread counts (every shape, including the odd ones).
 void PrintStabilityTable(const Options& options,
@@ -284,6 +312,7 @@ int Run(const Options& options) {
   }
   PrintSpeedTable(("GFLOP/s by wall-clock time, threads " + threads_list + ":").c_str(),
                   options.threads, false, options, runs);
+  PrintFloor(options, runs);
   PrintStabilityTable(options, runs);
   return 0;
 }

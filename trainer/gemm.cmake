@@ -1,5 +1,5 @@
 # dmlp_gemm_cpu: the CPU platform's SGEMM (trainer/gemm_cpu.h), BLIS 0.9 OpenMP
-# build, chosen by bench/gemm_select (README "CPU GEMM"). gemm_cpu.cc dlopens
+# build, chosen by measurement (bench/gemm_select). gemm_cpu.cc dlopens
 # the exact file found here rather than linking it: a link would record only
 # the soname libblis.so.4, which the loader resolves through Debian's
 # alternatives symlink (pthread/serial builds or another version could answer).

@@ -1,6 +1,6 @@
 // CPU SGEMM through BLIS with a pinned sub-configuration and thread count; see gemm_cpu.h.
 //
-// Why BLIS, skx (bench/gemm_select on the 2-core AVX-512 Xeon, README "CPU GEMM"):
+// Why BLIS, skx (measured by bench/gemm_select on the 2-core AVX-512 Xeon):
 // it is the one candidate whose bits did not change with the thread count on any
 // shape; OpenBLAS 0.3.21 (SkylakeX and Haswell kernels, and its default "Prescott"
 // guess for this CPU) and oneDNN 2.6 changed bits between 1 and 2 threads, so
