@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every test dmlp has on this machine (the README's test command; .ci/run
+# calls it):
+#   1. the build with warnings as errors, and all ctest cases (unit, e2e, fixtures);
+#   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the fuzz targets for a bounded time (clang's libFuzzer);
+#   4. shellcheck over every shell script.
+# Step 1 includes the image and README checks (tests/e2e/image.cmake): spec.json,
+# Dockerfile and install-deps agree, run.sh and tools/main-job.sh run the CPU
+# job, and every command of README.md runs.
+# GPU tests skip themselves without a GPU; on a GPU machine run tests/gpu/run_gpu_checks.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${DMLP_JOBS:-$(nproc)}
+
+tools/install-deps.sh
+
+step() { printf '\n== %s ==\n' "$*"; }
+
+step "build (Release with debug info, -Werror)"
+cmake -S . -B build -DDMLP_WERROR=ON >/dev/null
+cmake --build build -j "${jobs}"
+
+step "tests"
+ctest --test-dir build --output-on-failure -j "${jobs}"
+
+step "unit tests under ASan + UBSan"
+cmake -S . -B build-sanitize -DDMLP_SANITIZE=ON -DDMLP_CUDA=OFF -DDMLP_BUILD_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-sanitize -j "${jobs}"
+# The e2e, fixture and image cases drive whole programs and scripts; they ran above.
+ctest --test-dir build-sanitize --output-on-failure -j "${jobs}" -E '^(e2e|fixture|image)'
+
+step "fuzzing (bounded)"
+tests/fuzz/run.sh
+
+step "shellcheck"
+git ls-files '*.sh' .ci/run run.sh | sort -u | xargs shellcheck
+echo "test-all: every check passed"
