@@ -1,0 +1,277 @@
+"""run.sh and tools/main-job.sh, end to end on the CPU platform.
+
+RunSh: the job and its verification through run.sh, the environment checks
+(exact messages, exit 2), nvidia-smi for PLATFORM=cuda, the programs' lookup,
+a failed job's status, and SIGTERM passed on to dmlp-launch.
+MainJob: the README's first command with DMLP_BIN_DIR (the build is the one
+ctest runs from): a machine without a GPU runs the small CPU job; one where
+nvidia-smi lists GPUs gets spec.json's environment (checked with stand-in
+programs, since no GPU is needed to see what run.sh is given).
+
+Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository).
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
+BIN = Path(os.environ.get("DMLP_BIN_DIR", SOURCE / "build" / "bin")).resolve()
+RUN_SH = SOURCE / "run.sh"
+MAIN_JOB = SOURCE / "tools" / "main-job.sh"
+JOB_NAMES = ("STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR", "PLATFORM",
+             "NUM_PROCESSES", "PROCESS_ID", "LOCAL_RANK", "COORDINATOR_PORT", "COORDINATOR_ADDRESS",
+             "FEATURES", "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
+             "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "CUDA_VISIBLE_DEVICES")
+TINY = {"STEPS": "6", "SEED": "42", "BATCH": "32", "MICROBATCHES": "2", "LEARNING_RATE": "0.001",
+        "FEATURES": "16", "WIDTH": "32", "LAYERS": "3", "CLASSES": "10", "PLATFORM": "cpu",
+        "NUM_PROCESSES": "2", "DATA_SHARDS": "2", "HEARTBEAT_TIMEOUT_SECONDS": "60"}
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def clean_env(path_first=(), **settings):
+    """os.environ without any job variable, plus `settings` and PATH entries in front."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in JOB_NAMES and not k.startswith(("NCCL_", "DMLP_"))}
+    env["PATH"] = os.pathsep.join([*map(str, path_first), env.get("PATH", "/usr/bin:/bin")])
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def write_script(path, text):
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(0o755)
+    return path
+
+
+def run(args, env, timeout=120, cwd=None):
+    return subprocess.run([str(a) for a in args], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+class ScratchCase(unittest.TestCase):
+    def setUp(self):
+        self.scratch = Path(tempfile.mkdtemp(prefix="dmlp-image-"))
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", str(self.scratch)], check=False)
+
+    def job_env(self, out="run", path_first=(BIN,), **overrides):
+        settings = {**TINY, "OUT_DIR": self.scratch / out, "COORDINATOR_PORT": free_port()}
+        settings.update(overrides)
+        return clean_env(path_first, **{k: v for k, v in settings.items() if v is not None})
+
+    def assert_complete_run(self, out_dir, processes):
+        names = sorted(p.name for p in out_dir.iterdir())
+        expected = sorted(["metrics.jsonl", "result.json", "state.safetensors"] +
+                          [f"rank-{r}.jsonl" for r in range(processes)])
+        self.assertEqual(names, expected)
+        result = json.loads((out_dir / "result.json").read_text())
+        self.assertTrue(result["complete"])
+        return result
+
+
+class RunSh(ScratchCase):
+    def test_cpu_job_runs_and_is_verified(self):
+        done = run([RUN_SH], self.job_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.count("METRIC step="), 6)
+        self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")
+        self.assertIn(f"run.sh: programs: {BIN}", done.stderr)
+        self.assertIn("run.sh: job complete and verified", done.stderr)
+        self.assertNotIn("nvidia-smi", done.stdout + done.stderr)  # PLATFORM=cpu lists no GPUs
+        result = self.assert_complete_run(self.scratch / "run", 2)
+        self.assertEqual(result["steps"], 6)
+
+    def test_environment_errors_exit_2_before_anything_runs(self):
+        cases = [
+            ({"NUM_PROCESSES": None}, "run.sh: error: ENV_MISSING: NUM_PROCESSES"),
+            ({"OUT_DIR": None}, "run.sh: error: ENV_MISSING: OUT_DIR"),
+            ({"PLATFORM": None}, "run.sh: error: ENV_MISSING: PLATFORM"),
+            ({"STEPS": None}, "run.sh: error: ENV_MISSING: STEPS"),
+            ({"OUT_DIR": "  "}, "run.sh: error: ENV_EMPTY: OUT_DIR"),
+            ({"NUM_PROCESSES": "two"}, "run.sh: error: ENV_INVALID: NUM_PROCESSES='two' is not an integer"),
+            ({"NUM_PROCESSES": "-1"}, "run.sh: error: ENV_INVALID: NUM_PROCESSES='-1' is not an integer"),
+            ({"NUM_PROCESSES": "0"}, "run.sh: error: ENV_INVALID: NUM_PROCESSES='0' must be between 1 and 65536"),
+            ({"NUM_PROCESSES": "65537"},
+             "run.sh: error: ENV_INVALID: NUM_PROCESSES='65537' must be between 1 and 65536"),
+            ({"NUM_PROCESSES": "99999999999999999999999"},
+             "run.sh: error: ENV_INVALID: NUM_PROCESSES='99999999999999999999999' must be between 1 and 65536"),
+            ({"PLATFORM": "gpu"}, "run.sh: error: ENV_INVALID: PLATFORM='gpu' must be cuda or cpu"),
+        ]
+        for overrides, message in cases:
+            with self.subTest(overrides=overrides):
+                done = run([RUN_SH], self.job_env(**overrides))
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertEqual(done.stderr.strip(), message)
+                self.assertFalse((self.scratch / "run").exists())
+
+    def test_leading_zeros_are_a_number_as_for_dmlp_train(self):
+        done = run([RUN_SH], self.job_env(NUM_PROCESSES="02"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assert_complete_run(self.scratch / "run", 2)
+
+    def test_cuda_lists_gpus_and_stops_when_nvidia_smi_fails(self):
+        fakes = self.scratch / "fakes"
+        fakes.mkdir()
+        write_script(fakes / "nvidia-smi", 'echo "nvidia-smi $*"\nexit 9\n')
+        done = run([RUN_SH], self.job_env(path_first=(fakes, BIN), PLATFORM="cuda",
+                                          CUDA_VISIBLE_DEVICES="3"))
+        self.assertEqual(done.returncode, 9, done.stderr)
+        self.assertEqual(done.stdout.strip(),
+                         "nvidia-smi --query-gpu=index,name,uuid,memory.total --format=csv")
+        self.assertIn("run.sh: unsetting CUDA_VISIBLE_DEVICES='3'", done.stderr)
+        self.assertIn("run.sh: error: NO_GPU: nvidia-smi failed (status 9)", done.stderr)
+
+    def test_programs_without_cuda_are_not_used_for_a_cuda_job(self):
+        # A copy of run.sh without a source tree beside it cannot build: the
+        # CPU-only programs on PATH must be refused, not run into PLATFORM_UNAVAILABLE.
+        fakes = self.scratch / "fakes"
+        fakes.mkdir()
+        write_script(fakes / "nvidia-smi", "echo 'index, name'\n")
+        alone = self.scratch / "alone"
+        alone.mkdir()
+        (alone / "run.sh").write_bytes(RUN_SH.read_bytes())
+        (alone / "run.sh").chmod(0o755)
+        done = run([alone / "run.sh"], self.job_env(path_first=(fakes, BIN), PLATFORM="cuda"))
+        if "libcudart" in run(["ldd", BIN / "dmlp-train"], clean_env()).stdout:
+            self.assertEqual(done.returncode, 0, done.stderr)  # a CUDA build: usable as it is
+            return
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("run.sh: error: PROGRAMS_MISSING: no usable dmlp-launch dmlp-train dmlp-verify",
+                      done.stderr)
+
+    def test_programs_found_in_build_bin_beside_the_script(self):
+        alone = self.scratch / "alone"
+        (alone / "build").mkdir(parents=True)
+        (alone / "run.sh").write_bytes(RUN_SH.read_bytes())
+        (alone / "run.sh").chmod(0o755)
+        (alone / "build" / "bin").symlink_to(BIN)
+        if "dmlp-launch" in run(["sh", "-c", "command -v dmlp-launch"], self.job_env(path_first=())).stdout:
+            self.skipTest("dmlp-launch is installed on PATH here; PATH comes first")
+        done = run([alone / "run.sh"], self.job_env(path_first=()))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn(f"run.sh: programs: {alone}/build/bin", done.stderr)
+
+    def test_no_programs_and_no_sources(self):
+        alone = self.scratch / "alone"
+        alone.mkdir()
+        (alone / "run.sh").write_bytes(RUN_SH.read_bytes())
+        (alone / "run.sh").chmod(0o755)
+        env = self.job_env(path_first=())
+        if "dmlp-launch" in run(["sh", "-c", "command -v dmlp-launch"], env).stdout:
+            self.skipTest("dmlp-launch is installed on PATH here")
+        done = run([alone / "run.sh"], env)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("PROGRAMS_MISSING", done.stderr)
+
+    def test_failed_job_exits_with_its_status_and_is_still_verified(self):
+        first = run([RUN_SH], self.job_env())
+        self.assertEqual(first.returncode, 0, first.stderr)
+        again = run([RUN_SH], self.job_env())  # the run directory is complete already
+        self.assertEqual(again.returncode, 1, again.stderr)
+        self.assertIn("OUTPUT_ALREADY_COMPLETE", again.stdout + again.stderr)
+        self.assertEqual(again.stdout.rstrip().splitlines()[-1], "PASS")
+        self.assertIn("run.sh: dmlp-launch exited with status 1 (dmlp-verify: 0)", again.stderr)
+
+    def test_configuration_refused_by_dmlp_train(self):
+        done = run([RUN_SH], self.job_env(BATCH="33"))  # not divisible by NUM_PROCESSES
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("ENV_INVALID: BATCH must be divisible by NUM_PROCESSES", done.stdout + done.stderr)
+
+    def test_sigterm_reaches_the_job_once_and_the_receipts_are_verified(self):
+        env = self.job_env(STEPS="1000000")
+        with subprocess.Popen([str(RUN_SH)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True) as job:
+            try:
+                deadline = time.monotonic() + 60
+                first = job.stdout.readline()  # the first METRIC line: the ranks are training
+                self.assertIn("METRIC step=1", first)
+                self.assertLess(time.monotonic(), deadline)
+                job.send_signal(signal.SIGTERM)
+                out, err = job.communicate(timeout=60)
+            finally:
+                if job.poll() is None:
+                    job.kill()
+        self.assertEqual(job.returncode, 128 + signal.SIGTERM, err)
+        self.assertIn("dmlp-launch: received SIGTERM", err)
+        self.assertEqual(err.count("dmlp-launch: received "), 1, err)  # one signal, not two
+        self.assertNotIn("second signal", err)
+        self.assertEqual(out.rstrip().splitlines()[-1], "INCOMPLETE")
+        self.assertIn("run.sh: dmlp-launch exited with status 143 (dmlp-verify: 3)", err)
+
+
+class MainJob(ScratchCase):
+    def main_job(self, path_first=(), **settings):
+        settings = {"DMLP_BIN_DIR": BIN, "OUT_DIR": self.scratch / "main",
+                    "COORDINATOR_PORT": free_port(), **settings}
+        env = clean_env(path_first, **settings)
+        return run(["bash", MAIN_JOB], env, timeout=300, cwd=self.scratch)
+
+    def test_without_a_gpu_runs_the_small_cpu_job(self):
+        fakes = self.scratch / "fakes"
+        fakes.mkdir()
+        write_script(fakes / "nvidia-smi", "echo 'NVIDIA-SMI has failed' >&2\nexit 9\n")
+        done = self.main_job(path_first=(fakes,))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("main-job: PLATFORM=cpu NUM_PROCESSES=2 DATA_SHARDS=2 STEPS=20 BATCH=64 "
+                      "MICROBATCHES=2 FEATURES=64 WIDTH=128 LAYERS=3 CLASSES=10", done.stderr)
+        out_dir = self.scratch / "main"
+        self.assertIn(f"main-job: run directory: {out_dir}\n", done.stdout)
+        self.assertIn("main-job: verdict: PASS (run.sh exit status 0)", done.stdout)
+        result = self.assert_complete_run(out_dir, 2)
+        self.assertEqual((result["steps"], result["plan"]["batch"], result["model"]["width"]),
+                         (20, 64, 128))
+
+    def test_environment_wins_and_relative_out_dir_is_the_callers(self):
+        done = self.main_job(PLATFORM="cpu", STEPS="3", OUT_DIR="relative")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("main-job: PLATFORM=cpu NUM_PROCESSES=2 DATA_SHARDS=2 STEPS=3", done.stderr)
+        self.assert_complete_run(self.scratch / "relative", 2)
+
+    def test_a_failed_job_is_reported(self):
+        done = self.main_job(PLATFORM="cpu", STEPS="3", BATCH="63")  # not divisible by 2
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("main-job: verdict: ", done.stdout)
+        self.assertIn("(run.sh exit status 2)", done.stdout)
+
+    def test_with_gpus_the_job_gets_the_spec_environment(self):
+        # Stand-ins: nvidia-smi lists 3 GPUs, ldd says the programs have CUDA,
+        # dmlp-launch prints the environment it was given.
+        fakes = self.scratch / "fakes"
+        fakes.mkdir()
+        write_script(fakes / "nvidia-smi",
+                     'case "$1" in --query-gpu=index) printf "0\\n1\\n2\\n" ;; '
+                     '*) echo "index, name, uuid, memory.total [MiB]" ;; esac\n')
+        write_script(fakes / "ldd", 'echo "libcudart.so.12 => /stand-in/libcudart.so.12"\n')
+        write_script(fakes / "dmlp-launch", "env | sort > \"$OUT_DIR.env\"\nmkdir -p \"$OUT_DIR\"\n")
+        write_script(fakes / "dmlp-train", "exit 1\n")
+        write_script(fakes / "dmlp-verify", "echo PASS\n")
+        env = clean_env((fakes,), DMLP_BIN_DIR=fakes, OUT_DIR=self.scratch / "main")
+        done = run(["bash", MAIN_JOB], env, cwd=self.scratch)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        given = dict(line.split("=", 1) for line in
+                     (self.scratch / "main.env").read_text().splitlines() if "=" in line)
+        spec_env = json.loads((SOURCE / "spec.json").read_text())["image"]["env"]
+        for name, value in spec_env.items():
+            expected = {"OUT_DIR": str(self.scratch / "main"), "NUM_PROCESSES": "2"}.get(name, value)
+            self.assertEqual(given.get(name), expected, name)
+        self.assertIn("main-job: 3 GPU(s): NUM_PROCESSES 8 -> 2", done.stderr)
+        self.assertIn("index, name, uuid, memory.total", done.stdout)  # run.sh listed the GPUs
+
+
+if __name__ == "__main__":
+    unittest.main()
