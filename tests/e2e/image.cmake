@@ -9,14 +9,16 @@ if(NOT Python3_Interpreter_FOUND)
 endif()
 set(_dmlp_image_dir ${CMAKE_CURRENT_LIST_DIR}/image)
 set(_dmlp_image_env
-  "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+  "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+  "DMLP_BUILD_DIR=${CMAKE_BINARY_DIR};DMLP_CMAKE=${CMAKE_COMMAND}")
 # name                 unittest target (module[.Class])   what it runs
 # image.agreement      image_agreement                    spec.json vs Dockerfile vs install-deps
 # image.run_sh         test_scripts.RunSh                 run.sh
 # image.main_job       test_scripts.MainJob               tools/main-job.sh
+# image.installed      test_scripts.InstalledLayout       cmake --install + run.sh, as in the image
 # image.readme         readme_test                        README.md's commands and tables
 foreach(pair agreement:image_agreement run_sh:test_scripts.RunSh main_job:test_scripts.MainJob
-             readme:readme_test)
+             installed:test_scripts.InstalledLayout readme:readme_test)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 name)
   list(GET pair 1 target)

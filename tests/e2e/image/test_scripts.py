@@ -3,12 +3,14 @@
 RunSh: the job and its verification through run.sh, the environment checks
 (exact messages, exit 2), nvidia-smi for PLATFORM=cuda, the programs' lookup,
 a failed job's status, and SIGTERM passed on to dmlp-launch.
+InstalledLayout: the image's layout (cmake --install, run.sh without sources).
 MainJob: the README's first command with DMLP_BIN_DIR (the build is the one
 ctest runs from): a machine without a GPU runs the small CPU job; one where
 nvidia-smi lists GPUs gets spec.json's environment (checked with stand-in
 programs, since no GPU is needed to see what run.sh is given).
 
-Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository).
+Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository),
+DMLP_BUILD_DIR and DMLP_CMAKE (for cmake --install).
 """
 
 import json
@@ -211,6 +213,31 @@ class RunSh(ScratchCase):
         self.assertNotIn("second signal", err)
         self.assertEqual(out.rstrip().splitlines()[-1], "INCOMPLETE")
         self.assertIn("run.sh: dmlp-launch exited with status 143 (dmlp-verify: 3)", err)
+
+
+class InstalledLayout(ScratchCase):
+    """The Docker image's last stage on the CPU: `cmake --install` into a prefix,
+    run.sh installed beside it (share/dmlp), no source tree, programs on PATH."""
+
+    def test_installed_programs_run_the_job(self):
+        build_dir = os.environ.get("DMLP_BUILD_DIR")
+        if not build_dir:
+            self.skipTest("DMLP_BUILD_DIR is not set (ctest sets it)")
+        prefix = self.scratch / "usr-local"
+        cmake = os.environ.get("DMLP_CMAKE", "cmake")
+        done = run([cmake, "--install", build_dir, "--prefix", prefix], clean_env())
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(sorted(p.name for p in (prefix / "bin").iterdir()),
+                         ["dmlp-launch", "dmlp-train", "dmlp-verify"])
+        script = prefix / "share" / "dmlp" / "run.sh"  # the Dockerfile's `install -D`
+        script.parent.mkdir(parents=True)
+        script.write_bytes(RUN_SH.read_bytes())
+        script.chmod(0o755)
+        done = run([script], self.job_env(path_first=(prefix / "bin",)), cwd=self.scratch)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn(f"run.sh: programs: {prefix / 'bin'}", done.stderr)
+        self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")
+        self.assert_complete_run(self.scratch / "run", 2)
 
 
 class MainJob(ScratchCase):
