@@ -99,7 +99,8 @@ bool ReceiptStream::Track(const Receipt& record, int64_t line_number) {
   if (step > last) {
     if (step != last + 1)
       report("steps.gap", std::to_string(last + 1),
-             "steps " + std::to_string(last + 1) + ".." + std::to_string(step - 1) + " are missing");
+             step == last + 2 ? "step " + std::to_string(last + 1) + " is missing"
+                              : "steps " + std::to_string(last + 1) + ".." + std::to_string(step - 1) + " are missing");
     ++summary_.records;
     if (summary_.first_step == 0) summary_.first_step = step;
     summary_.last_step = step;

@@ -16,7 +16,8 @@ void CheckSteps(const ResultDoc& doc, const ReceiptSetSummary& receipts, const s
                          "result.json says " + std::to_string(doc.steps) + " steps; this file has " +
                              std::to_string(file.records) + " records ending at step " +
                              std::to_string(file.last_step))
-                 .Expect(std::to_string(doc.steps), std::to_string(file.last_step)));
+                 .Expect(std::to_string(doc.steps) + " records ending at step " + std::to_string(doc.steps),
+                         std::to_string(file.records) + " records ending at step " + std::to_string(file.last_step)));
   }
   if (receipts.metrics && (receipts.metrics->last_step != doc.steps || receipts.metrics->records != doc.steps))
     sink.Add(Finding::Of("metrics.mismatch", receipts.metrics->display,
