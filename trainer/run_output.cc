@@ -85,13 +85,15 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   if (Exists(rank_path)) return Status::Error("OUTPUT_EXISTS", rank_path);
   if (is_rank0 && Exists(metrics_path)) return Status::Error("OUTPUT_EXISTS", metrics_path);
   RunOutput output(plan);
-  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, CreateExclusive(rank_path, "OUTPUT_EXISTS"));
-  output.created_.push_back(rank_path);
+  // metrics.jsonl first, as the reference does: a run directory looked at just
+  // after start never has rank-0.jsonl without it. On failure `output` goes out
+  // of scope and removes what it created (still empty).
   if (is_rank0) {
-    // On failure `output` goes out of scope and removes the still empty rank file.
     DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, CreateExclusive(metrics_path, "OUTPUT_EXISTS"));
     output.created_.push_back(metrics_path);
   }
+  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, CreateExclusive(rank_path, "OUTPUT_EXISTS"));
+  output.created_.push_back(rank_path);
   return output;
 }
 
