@@ -77,8 +77,9 @@ class KillAndResume(ResumeTestCase):
     def test_replay_detects_receipts_that_do_not_reproduce(self):
         out = self.scratch / "run"
         self.kill_rank_at(out, 2, 0, 7)
-        # Tamper with an old receipt past the checkpoint: the resumed job recomputes it.
-        aside_target = out / "rank-1.jsonl"
+        # Tamper with an old receipt past the checkpoint (step 6): the resumed job
+        # recomputes step 7. Rank 0's receipt 7 was written before it was killed.
+        aside_target = out / "rank-0.jsonl"
         lines = aside_target.read_text().splitlines(keepends=True)
         digest_at = lines[6].index('"params_sha256": "') + len('"params_sha256": "')
         flipped = "0" if lines[6][digest_at] != "0" else "1"
@@ -86,7 +87,7 @@ class KillAndResume(ResumeTestCase):
         aside_target.write_text("".join(lines))
         result = launch(out, 2, RESUME=1, **CHECKPOINTED)
         self.assertNotEqual(result.returncode, 0)
-        self.assertIn("REPLAY_DIVERGED: step=7 rank=1", result.stderr)
+        self.assertIn("REPLAY_DIVERGED: step=7 rank=0", result.stderr)
 
     def test_corrupt_newest_checkpoint_falls_back_to_the_previous(self):
         out = self.scratch / "run"
