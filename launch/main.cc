@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       parsed->options, dmlp::Environment::FromProcess(), dmlp::DefaultCommand());
   if (!config.ok()) return Fail(config.status());
   dmlp::FdConsole console(STDOUT_FILENO, STDERR_FILENO);
-  dmlp::Result<dmlp::JobReport> report = dmlp::RunJob(*config, console);
+  dmlp::Result<dmlp::LaunchReport> report = dmlp::RunJob(*config, console);
   if (!report.ok()) return Fail(report.status());
   for (const std::string& line : dmlp::SummaryLines(*report)) console.Notice(line);
   return report->ExitCode();

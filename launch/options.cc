@@ -15,6 +15,9 @@ constexpr char kDescription[] =
     "its own process group with PROCESS_ID and LOCAL_RANK set, prefixes their output with\n"
     "[rank R], and ends the whole job when the first rank fails: SIGTERM to every rank,\n"
     "SIGKILL after the grace period, exit with the failed rank's code (128+signal).\n"
+    "With --restarts N the whole job is then started again with RESUME=1, up to N times;\n"
+    "a signal to dmlp-launch (SIGINT, SIGTERM, SIGHUP, SIGQUIT) is never followed by a restart,\n"
+    "and the exit code is the last attempt's.\n"
     "Exit codes: 0 all ranks 0; rank's code; 2 configuration; 125 internal;\n"
     "126 command not executable; 127 command not found.";
 
@@ -95,7 +98,13 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--grace", options.grace,
                  "Seconds between SIGTERM and SIGKILL at teardown; 0 kills at once (default 30)")
       ->type_name("SECONDS");
-  app.add_option("--log-dir", log_dir, "Also keep raw rank-R.stdout / rank-R.stderr files here")
+  app.add_option("--restarts", options.restarts,
+                 "After a rank fails and the job is torn down, start all ranks again with "
+                 "RESUME=1, up to N times (default 0)")
+      ->type_name("N");
+  app.add_option("--log-dir", log_dir,
+                 "Also keep raw rank-R.stdout / rank-R.stderr files here; attempt k >= 2 of "
+                 "--restarts writes rank-R.attempt-k.stdout / .stderr")
       ->type_name("DIR");
   app.add_option("--nnodes", options.nnodes,
                  "Number of launchers (hosts) sharing the world (default 1)")
@@ -148,6 +157,9 @@ Result<LaunchConfig> ResolveConfig(const LaunchOptions& options, const Environme
   DMLP_ASSIGN_OR_RETURN(int64_t node_rank,
                         OptionInteger("--node-rank", options.node_rank, 0, INT32_MAX));
   DMLP_ASSIGN_OR_RETURN(config.grace_seconds, GraceSeconds(options.grace));
+  DMLP_ASSIGN_OR_RETURN(int64_t restarts,
+                        OptionInteger("--restarts", options.restarts, 0, kMaxRestarts));
+  config.restarts = static_cast<int>(restarts);
   if (node_rank >= nnodes)
     return Status::Error(kConfigInvalid, "--node-rank " + std::to_string(node_rank) +
                                              " must be below --nnodes " + std::to_string(nnodes));

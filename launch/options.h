@@ -24,6 +24,7 @@ struct LaunchOptions {
   std::optional<std::string> nproc;    // --nproc N: world size; overrides NUM_PROCESSES
   std::string grace = "30";            // --grace SECONDS: SIGTERM -> SIGKILL delay; 0 kills at once
   std::optional<std::string> log_dir;  // --log-dir DIR: raw rank-R.stdout / rank-R.stderr files
+  std::string restarts = "0";          // --restarts N: restart all ranks after a rank failure
   std::string nnodes = "1";            // --nnodes K: launchers (hosts) sharing the world
   std::string node_rank = "0";         // --node-rank J: which one this is, 0..K-1
   std::optional<std::string> show_ranks;  // --show-ranks LIST: ranks shown on the console
@@ -60,6 +61,9 @@ struct LaunchConfig {
   int first_rank = 0;        // global rank of this node's LOCAL_RANK 0
   int local_rank_count = 1;  // ranks started here
   double grace_seconds = 30;
+  // Attempts after the first, each started (with RESUME=1) only when a rank of
+  // the previous one failed; never after a signal to the launcher.
+  int restarts = 0;
   std::string log_dir;  // empty: no log files
   RankFilter shown_ranks;
   std::vector<std::string> command;  // argv of every rank; command[0] as typed or the default
@@ -70,6 +74,8 @@ struct LaunchConfig {
 inline constexpr int kMaxLocalRanks = 4096;
 /// Longest --grace accepted, in seconds (a week); keeps deadline arithmetic far from overflow.
 inline constexpr double kMaxGraceSeconds = 7 * 24 * 3600.0;
+/// Most --restarts accepted: the attempt count (restarts + 1) must fit an int.
+inline constexpr int64_t kMaxRestarts = INT32_MAX - 1;
 
 /// Splits argv; USAGE errors for unknown options or missing values.
 Result<CommandLine> ParseCommandLine(int argc, const char* const* argv);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 
@@ -35,6 +36,26 @@ std::optional<ProcStat> ParseProcStat(const std::string& text) {
   return stat;
 }
 
+namespace {
+
+// Every process in /proc for which `wanted` holds; one that ends during the scan is skipped.
+std::vector<ProcStat> ScanProcesses(const std::function<bool(const ProcStat&)>& wanted) {
+  std::vector<ProcStat> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (struct dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0') continue;
+    std::optional<ProcStat> stat = ReadProcStat(static_cast<pid_t>(pid));
+    if (stat && wanted(*stat)) found.push_back(*stat);
+  }
+  closedir(proc);
+  return found;
+}
+
+}  // namespace
+
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
   std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
   if (!file) return std::nullopt;
@@ -43,18 +64,11 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
 }
 
 std::vector<ProcStat> ProcessGroupMembers(pid_t pgid) {
-  std::vector<ProcStat> members;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return members;
-  while (struct dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0') continue;
-    std::optional<ProcStat> stat = ReadProcStat(static_cast<pid_t>(pid));
-    if (stat && stat->pgrp == pgid) members.push_back(*stat);
-  }
-  closedir(proc);
-  return members;
+  return ScanProcesses([pgid](const ProcStat& stat) { return stat.pgrp == pgid; });
+}
+
+std::vector<ProcStat> ChildProcesses(pid_t parent) {
+  return ScanProcesses([parent](const ProcStat& stat) { return stat.ppid == parent; });
 }
 
 std::string ProcessStateName(char state) {

@@ -1,8 +1,9 @@
-// defines: ProcStat, ReadProcStat, ParseProcStat, ProcessGroupMembers
+// defines: ProcStat, ReadProcStat, ParseProcStat, ProcessGroupMembers, ChildProcesses
 //
 // Reading /proc/PID/stat: used to say *why* a process survived SIGKILL (state
-// D, uninterruptible sleep, usually a driver or a hung file system) and to
-// list what is left in a rank's process group.
+// D, uninterruptible sleep, usually a driver or a hung file system), to list
+// what is left in a rank's process group, and to find the launcher's own
+// children that are not ranks (orphans reparented to it, the subreaper).
 #pragma once
 
 #include <sys/types.h>
@@ -31,6 +32,8 @@ std::optional<ProcStat> ParseProcStat(const std::string& text);
 std::optional<ProcStat> ReadProcStat(pid_t pid);
 /// Every process whose process group is `pgid` (a scan of /proc).
 std::vector<ProcStat> ProcessGroupMembers(pid_t pgid);
+/// Every process whose parent is `parent`, zombies included (a scan of /proc).
+std::vector<ProcStat> ChildProcesses(pid_t parent);
 /// "uninterruptible sleep" for 'D', "zombie" for 'Z' ...
 std::string ProcessStateName(char state);
 

@@ -39,6 +39,46 @@ std::string RankLine(const JobReport& report, const RankReport& rank) {
   return line;
 }
 
+// "rank 1 failed first: ...", "all 3 ranks exited with code 0 in 1.2 s", "stopped by SIGTERM; ...".
+std::string Headline(const JobReport& report) {
+  std::string whose = std::to_string(report.ranks.size()) + " ranks";
+  if (static_cast<int>(report.ranks.size()) != report.world_size)
+    whose += " of this node (of " + std::to_string(report.world_size) + ")";
+  switch (report.cause) {
+    case JobCause::kAllSucceeded:
+      return "all " + whose + " exited with code 0 in " + FormatSeconds(report.elapsed_seconds);
+    case JobCause::kRankFailed: {
+      const RankReport& failed = report.ranks.at(static_cast<size_t>(report.failed_index));
+      return "rank " + std::to_string(failed.rank) + " failed first: " + failed.status.ToString() +
+             " at " + FormatSeconds(failed.end_seconds) + " (pid " + std::to_string(failed.pid) +
+             ")";
+    }
+    case JobCause::kLauncherSignal: {
+      std::string from =
+          report.signal_sender > 0 ? " from pid " + std::to_string(report.signal_sender) : "";
+      return "stopped by " + SignalName(report.launcher_signal) + from + "; " + whose;
+    }
+  }
+  return "?";
+}
+
+// How every rank but the first failure ended (only when the attempt did not succeed), then notes.
+void AppendDetails(const JobReport& report, std::vector<std::string>* lines) {
+  if (report.cause != JobCause::kAllSucceeded) {
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      if (static_cast<int>(i) != report.failed_index)
+        lines->push_back(RankLine(report, report.ranks[i]));
+    }
+  }
+  for (const std::string& note : report.notes) lines->push_back(note);
+}
+
+// "attempt 2 of 3 (4.5 s)": the attempt's own running time, first start to last reap.
+std::string AttemptName(const JobReport& attempt, int number, int max_attempts) {
+  return "attempt " + std::to_string(number) + " of " + std::to_string(max_attempts) + " (" +
+         FormatSeconds(attempt.elapsed_seconds) + ")";
+}
+
 }  // namespace
 
 int JobReport::ExitCode() const {
@@ -62,38 +102,40 @@ std::string FormatSeconds(double seconds) {
 }
 
 std::vector<std::string> SummaryLines(const JobReport& report) {
-  std::vector<std::string> lines;
-  std::string whose = std::to_string(report.ranks.size()) + " ranks";
-  if (static_cast<int>(report.ranks.size()) != report.world_size)
-    whose += " of this node (of " + std::to_string(report.world_size) + ")";
-  switch (report.cause) {
-    case JobCause::kAllSucceeded:
-      lines.push_back("all " + whose + " exited with code 0 in " +
-                      FormatSeconds(report.elapsed_seconds));
-      break;
-    case JobCause::kRankFailed: {
-      const RankReport& failed = report.ranks.at(static_cast<size_t>(report.failed_index));
-      lines.push_back(
-          "rank " + std::to_string(failed.rank) + " failed first: " + failed.status.ToString() +
-          " at " + FormatSeconds(failed.end_seconds) + " (pid " + std::to_string(failed.pid) + ")");
-      break;
-    }
-    case JobCause::kLauncherSignal: {
-      std::string from =
-          report.signal_sender > 0 ? " from pid " + std::to_string(report.signal_sender) : "";
-      lines.push_back("stopped by " + SignalName(report.launcher_signal) + from + "; " + whose);
-      break;
-    }
-  }
-  if (report.cause != JobCause::kAllSucceeded) {
-    for (size_t i = 0; i < report.ranks.size(); ++i) {
-      if (static_cast<int>(i) != report.failed_index)
-        lines.push_back(RankLine(report, report.ranks[i]));
-    }
-  }
-  for (const std::string& note : report.notes) lines.push_back(note);
+  std::vector<std::string> lines = {Headline(report)};
+  AppendDetails(report, &lines);
   if (report.cause != JobCause::kAllSucceeded)
     lines.push_back("exit code " + std::to_string(report.ExitCode()));
+  return lines;
+}
+
+std::vector<std::string> AttemptLines(const JobReport& attempt, int number, int max_attempts) {
+  std::vector<std::string> lines = {AttemptName(attempt, number, max_attempts) + ": " +
+                                    Headline(attempt)};
+  AppendDetails(attempt, &lines);
+  return lines;
+}
+
+std::vector<std::string> SummaryLines(const LaunchReport& report) {
+  const JobReport& last = report.attempts.back();
+  int count = static_cast<int>(report.attempts.size());
+  if (count == 1) {
+    // One attempt reads exactly as a launch without --restarts, plus why no restart followed.
+    std::vector<std::string> lines = SummaryLines(last);
+    if (!report.not_restarted.empty())
+      lines.insert(lines.end() - 1, "not restarted: " + report.not_restarted);
+    return lines;
+  }
+  std::vector<std::string> lines;
+  for (int i = 0; i + 1 < count; ++i) {
+    const JobReport& attempt = report.attempts[static_cast<size_t>(i)];
+    lines.push_back(AttemptName(attempt, i + 1, report.max_attempts) + ": " + Headline(attempt));
+  }
+  for (std::string& line : AttemptLines(last, count, report.max_attempts))
+    lines.push_back(std::move(line));
+  if (!report.not_restarted.empty()) lines.push_back("not restarted: " + report.not_restarted);
+  lines.push_back("exit code " + std::to_string(report.ExitCode()) + " after " +
+                  std::to_string(count) + " attempts in " + FormatSeconds(report.elapsed_seconds));
   return lines;
 }
 

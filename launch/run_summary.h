@@ -1,9 +1,10 @@
-// defines: RankEnding, RankReport, JobCause, JobReport, SummaryLines
+// defines: RankEnding, RankReport, JobCause, JobReport, LaunchReport, SummaryLines, AttemptLines
 //
 // What happened to a job, as data (the supervisor fills it) and as the lines
 // shown at the end: which rank failed first and how, and how every other rank
-// ended. Kept apart from the supervisor so the wording is tested without
-// starting processes.
+// ended. A JobReport is one attempt (one start of every rank); a LaunchReport
+// is all attempts of a launch (--restarts). Kept apart from the supervisor so
+// the wording is tested without starting processes.
 #pragma once
 
 #include <sys/types.h>
@@ -57,8 +58,29 @@ struct JobReport {
   int ExitCode() const;
 };
 
+/// Every attempt of one launch, in order; more than one only with --restarts.
+struct LaunchReport {
+  std::vector<JobReport> attempts;  // never empty once RunJob returns
+  int max_attempts = 1;             // --restarts + 1
+  double elapsed_seconds = 0;       // from the first start to the end of the last attempt
+  // Why the last attempt, a failure, was not followed by another one ("no
+  // restarts left (--restarts 2)", "dmlp-launch received SIGTERM"); empty when
+  // it succeeded, was stopped by a launcher signal, or --restarts is 0.
+  std::string not_restarted;
+
+  /// The last attempt's exit code.
+  int ExitCode() const { return attempts.back().ExitCode(); }
+};
+
 /// The end-of-job lines (without the "dmlp-launch: " prefix).
 std::vector<std::string> SummaryLines(const JobReport& report);
+/// The end-of-launch lines: with one attempt, SummaryLines(attempt) (plus why
+/// it was not restarted); with several, one line per attempt, then the last
+/// attempt's details and the exit code.
+std::vector<std::string> SummaryLines(const LaunchReport& report);
+/// One finished attempt as shown when it is restarted: "attempt 1 of 3
+/// (0.8 s): rank 1 failed first: ...", then how the other ranks ended.
+std::vector<std::string> AttemptLines(const JobReport& attempt, int number, int max_attempts);
 /// "1.5 s": seconds with at most three decimals (milliseconds), for messages.
 std::string FormatSeconds(double seconds);
 

@@ -47,7 +47,7 @@ void EnsureStandardFds() {
 
 }  // namespace
 
-Result<JobReport> RunJob(const LaunchConfig& config, Console& console) {
+Result<LaunchReport> RunJob(const LaunchConfig& config, Console& console) {
   Supervisor supervisor(config, console);
   return supervisor.Run();
 }
@@ -61,27 +61,13 @@ double Supervisor::Seconds(Clock::time_point when) const {
   return std::chrono::duration<double>(when - start_).count();
 }
 
-Result<JobReport> Supervisor::Run() {
-  start_ = Clock::now();
-  Status started = Start();
-  if (!started.ok() && ranks_.empty()) return started;
-  // Some ranks may have started before the failure: end them, then report it.
-  if (!started.ok()) KillAll("dmlp-launch could not start every rank");
-  DMLP_RETURN_IF_ERROR(Loop());
-  if (!started.ok()) return started;
-  // Every group is empty now (or its survivors were reported): the watchdog
-  // must not signal those group ids after we exit.
-  watchdog_.Dismiss();
-  return BuildReport();
-}
-
-Status Supervisor::Start() {
+Status Supervisor::Prepare() {
   EnsureStandardFds();
   DMLP_ASSIGN_OR_RETURN(signals_, SignalForwarder::Create(std::vector<int>(
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
-  DMLP_ASSIGN_OR_RETURN(std::string executable,
+  DMLP_ASSIGN_OR_RETURN(executable_,
                         ResolveExecutable(config_.command.front(), config_.environment));
   if (!config_.log_dir.empty()) {
     std::error_code error;
@@ -97,7 +83,49 @@ Status Supervisor::Start() {
   event.data.ptr = nullptr;  // nullptr marks the signalfd
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, signals_->fd(), &event) != 0)
     return SystemError(kSpawnFailed, "epoll_ctl");
-  DMLP_RETURN_IF_ERROR(SpawnAll(executable));
+  // Each rank holds two pipes (and two log files); lift the soft descriptor
+  // limit for the launcher if a large node needs it, and give ranks the old one.
+  // Once per launch: a second attempt must not mistake the lifted limit for the original.
+  struct rlimit original {};
+  getrlimit(RLIMIT_NOFILE, &original);
+  rlim_t needed = static_cast<rlim_t>(config_.local_rank_count) * 4 + 64;
+  if (original.rlim_cur != RLIM_INFINITY && original.rlim_cur < needed) {
+    struct rlimit raised = original;
+    raised.rlim_cur = std::min(needed, original.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rank_file_limit_ = original;
+  }
+  return Status::Ok();
+}
+
+Result<JobReport> Supervisor::RunAttempt(int number) {
+  ResetAttempt(number);
+  Status started = StartAttempt();
+  if (!started.ok() && ranks_.empty()) return started;
+  // Some ranks may have started before the failure: end them, then report it.
+  if (!started.ok()) KillAll("dmlp-launch could not start every rank");
+  DMLP_RETURN_IF_ERROR(Loop());
+  if (!started.ok()) return started;
+  // Every group is empty now (or its survivors were reported): the watchdog
+  // must not signal those group ids after we exit.
+  watchdog_.Dismiss();
+  return BuildReport();
+}
+
+void Supervisor::ResetAttempt(int number) {
+  attempt_ = number;
+  start_ = Clock::now();
+  ranks_.clear();  // every stream of the last attempt was closed (and left epoll) by the drain
+  phase_ = Phase::kRunning;
+  cause_.reset();
+  failed_index_ = -1;
+  launcher_signal_ = 0;
+  signal_sender_ = 0;
+  killed_at_once_ = false;
+  notes_.clear();
+}
+
+Status Supervisor::StartAttempt() {
+  DMLP_RETURN_IF_ERROR(SpawnAll());
   std::vector<pid_t> groups;
   std::vector<int> inherited = {epoll_.get(), signals_->fd(), dev_null_.get()};
   for (const Rank& rank : ranks_) {
@@ -111,30 +139,25 @@ Status Supervisor::Start() {
 
 Status Supervisor::OpenLogFile(int rank, StreamKind kind, UniqueFd* file) {
   if (config_.log_dir.empty()) return Status::Ok();
-  std::string path = config_.log_dir + "/rank-" + std::to_string(rank) + "." + StreamName(kind);
+  // The first attempt keeps the names of a launch without --restarts.
+  std::string attempt = attempt_ == 1 ? "" : ".attempt-" + std::to_string(attempt_);
+  std::string path =
+      config_.log_dir + "/rank-" + std::to_string(rank) + attempt + "." + StreamName(kind);
   file->Reset(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!file->valid()) return SystemError(kLogDirFailed, path);
   return Status::Ok();
 }
 
-Status Supervisor::SpawnAll(const std::string& executable) {
-  // Each rank holds two pipes (and two log files); lift the soft descriptor
-  // limit for the launcher if a large node needs it, and give ranks the old one.
-  struct rlimit original {};
-  getrlimit(RLIMIT_NOFILE, &original);
-  struct rlimit raised = original;
-  rlim_t needed = static_cast<rlim_t>(config_.local_rank_count) * 4 + 64;
-  bool lifted = false;
-  if (original.rlim_cur != RLIM_INFINITY && original.rlim_cur < needed) {
-    raised.rlim_cur = std::min(needed, original.rlim_max);
-    lifted = setrlimit(RLIMIT_NOFILE, &raised) == 0;
-  }
+Status Supervisor::SpawnAll() {
   RankLaunch launch;
-  launch.executable = executable;
+  launch.executable = executable_;
   launch.argv = config_.command;
   launch.dev_null_fd = dev_null_.get();
   launch.launcher_pid = getpid();
-  launch.open_file_limit = lifted ? &original : nullptr;
+  launch.open_file_limit = rank_file_limit_ ? &*rank_file_limit_ : nullptr;
+  Environment environment = config_.environment;
+  // A restarted attempt continues from the newest checkpoint instead of starting over.
+  if (attempt_ > 1) environment.Set("RESUME", "1");
   for (int local = 0; local < config_.local_rank_count; ++local) {
     int global = config_.first_rank + local;
     UniqueFd out_log, err_log;
@@ -142,7 +165,7 @@ Status Supervisor::SpawnAll(const std::string& executable) {
     DMLP_RETURN_IF_ERROR(OpenLogFile(global, StreamKind::kStderr, &err_log));
     launch.rank = global;
     launch.local_rank = local;
-    launch.environment = RankEnvironment(config_.environment, global, local);
+    launch.environment = RankEnvironment(environment, global, local);
     DMLP_ASSIGN_OR_RETURN(SpawnedRank spawned, SpawnRank(launch));
     Rank rank;
     rank.report.rank = global;
@@ -275,6 +298,11 @@ void Supervisor::ShowHiddenTail(const Rank& rank) {
 
 void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
   std::string name = SignalName(received.signal);
+  // Whatever the phase, a signal to the launcher rules out a restart.
+  if (stop_signal_ == 0) {
+    stop_signal_ = received.signal;
+    stop_sender_ = received.sender_pid;
+  }
   if (phase_ == Phase::kRunning && !cause_.has_value()) {
     cause_ = JobCause::kLauncherSignal;
     launcher_signal_ = received.signal;

@@ -15,7 +15,21 @@
 // its orphaned children are reparented here, so the death of the last member
 // of a rank's process group is also a SIGCHLD and "group empty" is an event,
 // not a poll.
+//
+// --restarts N: one run of the loop above is an attempt. When an attempt ends
+// with a rank's failure (see restart_policy.h for when it does not count), the
+// next attempt starts every rank again with RESUME=1, at once: by then every
+// process group of the old attempt is empty and reaped, its watchdog
+// dismissed, its pipes drained, and any process of it that had left its rank's
+// group (and so was reparented to us) has been SIGKILLed and reaped. Each
+// attempt has its own watchdog and its own --log-dir files: rank-R.stdout /
+// rank-R.stderr for the first, rank-R.attempt-K.stdout / .stderr for attempt
+// K >= 2, so no attempt overwrites another's log. Times in an attempt's report
+// count from that attempt's start. Each launcher of a multi-node job decides
+// alone: launchers do not agree on restarts with each other.
 #pragma once
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <memory>
@@ -34,10 +48,10 @@
 
 namespace dmlp {
 
-/// Runs the job `config` describes, writing rank output and launcher notices
-/// to `console`. Errors are the launcher's own (command not found, cannot
-/// spawn); rank failures are a JobReport with a non-zero ExitCode().
-Result<JobReport> RunJob(const LaunchConfig& config, Console& console);
+/// Runs the job `config` describes (with its restarts), writing rank output and
+/// launcher notices to `console`. Errors are the launcher's own (command not
+/// found, cannot spawn); rank failures are a LaunchReport with a non-zero ExitCode().
+Result<LaunchReport> RunJob(const LaunchConfig& config, Console& console);
 
 class Supervisor {
  public:
@@ -51,7 +65,7 @@ class Supervisor {
 
   Supervisor(const LaunchConfig& config, Console& console);
   ~Supervisor();
-  Result<JobReport> Run();
+  Result<LaunchReport> Run();
 
  private:
   enum class Phase { kRunning, kStopping, kKilling, kDraining, kDone };
@@ -63,9 +77,18 @@ class Supervisor {
     std::unique_ptr<RankStream> err;
   };
 
-  Status Start();
-  Status SpawnAll(const std::string& executable);
+  // Once per launch (supervisor.cc).
+  Status Prepare();
+  // One attempt (supervisor.cc).
+  Result<JobReport> RunAttempt(int number);
+  void ResetAttempt(int number);
+  Status StartAttempt();
+  Status SpawnAll();
   Status OpenLogFile(int rank, StreamKind kind, UniqueFd* file);
+  // Between attempts (supervisor_restart.cc).
+  Status ReadSignalsBetweenAttempts();
+  void ReapStrays();
+  std::string EndEscapedProcesses();
   Status Loop();
   Status HandleSignals();
   void OnLauncherSignal(const ReceivedSignal& received);
@@ -91,10 +114,17 @@ class Supervisor {
 
   const LaunchConfig& config_;
   Console& console_;
-  Clock::time_point start_;
+  // For the whole launch.
   std::unique_ptr<SignalForwarder> signals_;
   UniqueFd epoll_;
   UniqueFd dev_null_;
+  std::string executable_;                 // config_.command.front(), resolved once
+  std::optional<rlimit> rank_file_limit_;  // set when the launcher lifted its own
+  int stop_signal_ = 0;                    // first SIGINT/TERM/HUP/QUIT received in any phase
+  pid_t stop_sender_ = 0;
+  // For the current attempt.
+  int attempt_ = 1;
+  Clock::time_point start_;
   std::vector<Rank> ranks_;
   GroupWatchdog watchdog_;
   Phase phase_ = Phase::kRunning;

@@ -117,6 +117,23 @@ TEST(LaunchOptions, HelpAndVersionArePrintedNotRun) {
   EXPECT_EQ(*version->print_and_exit, std::string("dmlp-launch ") + DMLP_VERSION + "\n");
 }
 
+TEST(LaunchOptions, RestartsAreStrict) {
+  Result<LaunchConfig> none = Resolve({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->restarts, 0);
+  Result<LaunchConfig> two = Resolve({"--restarts", "2"});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->restarts, 2);
+  EXPECT_EQ(Resolve({"--restarts=2147483646"})->restarts, 2147483646);
+  EXPECT_EQ(ErrorOf({"--restarts", "-1"}), "OPTION_INVALID: --restarts='-1' is not an integer");
+  EXPECT_EQ(ErrorOf({"--restarts", "1.5"}), "OPTION_INVALID: --restarts='1.5' is not an integer");
+  EXPECT_EQ(ErrorOf({"--restarts", "2147483647"}),
+            "OPTION_INVALID: --restarts='2147483647' must be <= 2147483646");
+  Result<CommandLine> help = Parse({"--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_NE(help->print_and_exit->find("--restarts"), std::string::npos);
+}
+
 TEST(LaunchOptions, NodesSplitTheWorld) {
   Result<LaunchConfig> second = Resolve({"--nnodes", "2", "--node-rank", "1"});
   ASSERT_TRUE(second.ok()) << second.status().ToString();

@@ -26,6 +26,16 @@ class CapturingConsole : public Console {
   std::vector<std::string> notices;
 };
 
+// A launch without --restarts: exactly one attempt, whose report is returned.
+Result<JobReport> RunOnce(const LaunchConfig& config, Console& console) {
+  Result<LaunchReport> launch = RunJob(config, console);
+  if (!launch.ok()) return launch.status();
+  EXPECT_EQ(launch->attempts.size(), 1u);
+  EXPECT_EQ(launch->max_attempts, 1);
+  EXPECT_EQ(launch->not_restarted, "");
+  return launch->attempts.back();
+}
+
 LaunchConfig ShellJob(int ranks, const std::string& script, double grace = 30) {
   LaunchConfig config;
   config.world_size = ranks;
@@ -39,7 +49,7 @@ LaunchConfig ShellJob(int ranks, const std::string& script, double grace = 30) {
 
 TEST(Supervisor, AllRanksSucceed) {
   CapturingConsole console;
-  Result<JobReport> report = RunJob(
+  Result<JobReport> report = RunOnce(
       ShellJob(3, "echo out $PROCESS_ID of $NUM_PROCESSES; echo err $LOCAL_RANK >&2"), console);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->cause, JobCause::kAllSucceeded);
@@ -59,8 +69,8 @@ TEST(Supervisor, AllRanksSucceed) {
 TEST(Supervisor, FirstFailureTearsDownTheOthers) {
   CapturingConsole console;
   Result<JobReport> report =
-      RunJob(ShellJob(3, "if [ $PROCESS_ID = 1 ]; then echo dying >&2; exit 5; fi; exec sleep 30"),
-             console);
+      RunOnce(ShellJob(3, "if [ $PROCESS_ID = 1 ]; then echo dying >&2; exit 5; fi; exec sleep 30"),
+              console);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->cause, JobCause::kRankFailed);
   EXPECT_EQ(report->failed_index, 1);
@@ -97,7 +107,7 @@ class SupervisorSync : public ::testing::Test {
 
 TEST_F(SupervisorSync, RankIgnoringSigtermIsKilledAfterGrace) {
   CapturingConsole console;
-  Result<JobReport> report = RunJob(
+  Result<JobReport> report = RunOnce(
       ShellJob(
           2,
           AfterRankZero("trap '' TERM; touch " + dir_ + "/ready; sleep 30", "kill -SEGV $$", dir_),
@@ -113,7 +123,7 @@ TEST_F(SupervisorSync, RankIgnoringSigtermIsKilledAfterGrace) {
 TEST(Supervisor, GraceZeroKillsAtOnce) {
   CapturingConsole console;
   Result<JobReport> report =
-      RunJob(ShellJob(2, "if [ $PROCESS_ID = 0 ]; then exit 1; fi; exec sleep 30", 0), console);
+      RunOnce(ShellJob(2, "if [ $PROCESS_ID = 0 ]; then exit 1; fi; exec sleep 30", 0), console);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->ExitCode(), 1);
   EXPECT_EQ(report->ranks[1].ending, RankEnding::kAfterKill);
@@ -123,7 +133,7 @@ TEST(Supervisor, GraceZeroKillsAtOnce) {
 
 TEST(Supervisor, LeftoverChildrenOfSuccessfulRanksAreStopped) {
   CapturingConsole console;
-  Result<JobReport> report = RunJob(ShellJob(1, "sleep 30 >/dev/null 2>&1 & exit 0"), console);
+  Result<JobReport> report = RunOnce(ShellJob(1, "sleep 30 >/dev/null 2>&1 & exit 0"), console);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->ExitCode(), 0);
   ASSERT_EQ(console.notices.size(), 2u);
@@ -140,7 +150,7 @@ TEST_F(SupervisorSync, HiddenRankThatFailsFirstStillShowsItsLastLines) {
       ShellJob(2, AfterRankZero("echo visible-0; touch " + dir_ + "/ready",
                                 "echo visible-1; echo reason-1 >&2; exit 1", dir_));
   config.shown_ranks = ParseRankFilter("0").value();
-  Result<JobReport> report = RunJob(config, console);
+  Result<JobReport> report = RunOnce(config, console);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->ExitCode(), 1);
   EXPECT_NE(console.out.find("[rank 0] visible-0"), std::string::npos);
@@ -153,7 +163,7 @@ TEST(Supervisor, MissingCommandStartsNothing) {
   CapturingConsole console;
   LaunchConfig config = ShellJob(2, "");
   config.command = {"dmlp-no-such-command"};
-  Result<JobReport> report = RunJob(config, console);
+  Result<JobReport> report = RunOnce(config, console);
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.status().ToString(),
             "COMMAND_NOT_FOUND: dmlp-no-such-command: not found in PATH");
