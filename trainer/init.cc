@@ -50,12 +50,17 @@ float KernelInitScale(int64_t fan_in) {
   return static_cast<float>(std::sqrt(1.0 / static_cast<double>(fan_in)) / kTruncatedNormalStddev);
 }
 
-Status InitParams(const StateLayout& layout, uint64_t seed, float* params) {
+Status CheckInitLimits(const StateLayout& layout) {
   for (const StateLeaf& leaf : layout.leaves()) {
     if (leaf.is_kernel && leaf.size > size_t{0xFFFFFFFF})
       return Status::Error("MODEL_INVALID", leaf.name + " has " + std::to_string(leaf.size) +
                                                 " elements; init needs fewer than 2^32");
   }
+  return Status::Ok();
+}
+
+Status InitParams(const StateLayout& layout, uint64_t seed, float* params) {
+  DMLP_RETURN_IF_ERROR(CheckInitLimits(layout));
   const PhiloxKey key = PhiloxKeyFromSeed(seed);
   for (const StateLeaf& leaf : layout.leaves()) {
     float* out = params + leaf.offset;

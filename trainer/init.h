@@ -23,6 +23,9 @@ float KernelInitScale(int64_t fan_in);
 /// Writes the initial parameters (parameter_count() floats, canonical layout).
 /// MODEL_INVALID when a kernel has 2^32 elements or more (counter word 0 is the
 /// element index).
+/// MODEL_INVALID when a kernel has 2^32 elements or more (its element index is
+/// one 32-bit counter word). Both platforms' initializers check this first.
+Status CheckInitLimits(const StateLayout& layout);
 Status InitParams(const StateLayout& layout, uint64_t seed, float* params);
 
 }  // namespace dmlp

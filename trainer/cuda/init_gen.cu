@@ -25,11 +25,7 @@ __global__ void init_kernel_kernel(PhiloxKey key, uint32_t layer, float scale, s
 
 Status InitParamsOnDevice(const StateLayout& layout, uint64_t seed, float* params,
                           cudaStream_t stream) {
-  for (const StateLeaf& leaf : layout.leaves()) {
-    if (leaf.is_kernel && leaf.size > size_t{0xFFFFFFFF})
-      return Status::Error("MODEL_INVALID", leaf.name + " has " + std::to_string(leaf.size) +
-                                                " elements; init needs fewer than 2^32");
-  }
+  DMLP_RETURN_IF_ERROR(CheckInitLimits(layout));
   const PhiloxKey key = PhiloxKeyFromSeed(seed);
   for (const StateLeaf& leaf : layout.leaves()) {
     float* out = params + leaf.offset;
