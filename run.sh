@@ -110,11 +110,11 @@ trap - INT TERM HUP
 
 # ---- 5. verification --------------------------------------------------------------
 verify_status=0
-if [[ -d "$OUT_DIR" ]]; then
+if [[ -d "$OUT_DIR" || $launch_status -eq 0 ]]; then
   "$bin/dmlp-verify" "$OUT_DIR"
   verify_status=$?
 else
-  say "no $OUT_DIR to verify"
+  say "no $OUT_DIR to verify: the job stopped before creating it"
 fi
 
 if [[ $launch_status -ne 0 ]]; then
