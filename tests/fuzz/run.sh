@@ -26,13 +26,13 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/receipt-seeds" "$work/result-seeds" "$work/receipt" "$work/result" "$build/fuzz-artifacts"
 n=0
 for file in "$root"/tests/fixtures/*/*.jsonl; do
-  [ -f "$file" ] && [ ! -L "$file" ] || continue
+  if [ ! -f "$file" ] || [ -L "$file" ]; then continue; fi
   cp "$file" "$work/receipt-seeds/$n"
   n=$((n + 1))
 done
 n=0
 for file in "$root"/tests/fixtures/*/result.json "$root"/tests/fixtures/*/result.json.tmp; do
-  [ -f "$file" ] && [ ! -L "$file" ] || continue
+  if [ ! -f "$file" ] || [ -L "$file" ]; then continue; fi
   cp "$file" "$work/result-seeds/$n"
   n=$((n + 1))
 done
