@@ -834,6 +834,31 @@ def launcher_signal_during_a_failure_teardown_cancels_the_restart(tmp):
     assert_all_dead(list(ranks.values()))
 
 
+@case
+def launcher_sigkill_in_a_restarted_attempt_leaves_no_rank(tmp):
+    # The watchdog of attempt 2 covers attempt 2's groups: ranks die by their
+    # parent-death signal, their children by that watchdog.
+    env = stand_in_env(tmp, 2, STAND_IN_FAIL_RANK=1, STAND_IN_FAIL_WITH="exit:3", STAND_IN_FAIL_ONCE=1,
+                       STAND_IN_BACKGROUND=1)
+    launcher = Launcher(["--restarts", "1", STAND_IN], env)
+    first = wait_for_ranks(tmp, 2)
+    go(tmp)
+    launcher.wait_for_stderr("attempt 2 of 2: restarting all 2 ranks with RESUME=1")
+
+    def second_attempt():
+        ranks = read_pid_files(tmp, "rank-")
+        return len(ranks) == 2 and all(ranks[r].pid != first[r].pid for r in ranks) and ranks
+
+    second = wait_until(second_attempt, READY_LIMIT, "the pid files of attempt 2")
+    check(all(p.alive() for p in second.values()), "attempt 2 running: %s" % second)
+    launcher.send(signal.SIGKILL)
+    run = launcher.finish()
+    check(run.rc == -signal.SIGKILL, "the launcher was SIGKILLed", run)
+    started = started_procs(tmp)
+    check(len(started) == 8, "2 ranks and 2 children per attempt: %d" % len(started), run)
+    assert_all_dead(started)
+
+
 def numbers_blurred(lines):
     return [re.sub(r"\d+(\.\d+)?", "#", l) for l in lines if l.startswith("dmlp-launch: ")]
 

@@ -21,6 +21,11 @@
 # processes of an earlier attempt), it first prints "old processes alive: ..."
 # naming every one still there (a zombie counts), or "old processes alive: none".
 set -u
+# Die of SIGINT whenever it comes, as a program would. Left to itself, dash
+# drops a SIGINT that came while it waited for a foreground command that did
+# not die of it (an `mv` that had just finished, a `sleep` not yet exec'd), and
+# the rank lived on to the SIGKILL. See also the sleep at the end.
+trap 'trap - INT; kill -INT $$' INT
 dir=${STAND_IN_DIR:?STAND_IN_DIR is required}
 rank=${PROCESS_ID:?}
 
@@ -72,5 +77,10 @@ if [ $fail = yes ]; then
     signal:*) kill -s "${how#signal:}" $$; sleep 5; exit 99 ;;
   esac
 fi
-if [ "${RESUME:-0}" = 1 ]; then sleep "${STAND_IN_SLEEP_RESUMED:-${STAND_IN_SLEEP:-60}}"; else sleep "${STAND_IN_SLEEP:-60}"; fi
+duration=${STAND_IN_SLEEP:-60}
+if [ "${RESUME:-0}" = 1 ]; then duration=${STAND_IN_SLEEP_RESUMED:-$duration}; fi
+# Waited for in the background: `wait` gives way to the SIGINT trap at once,
+# while a trap pending behind a foreground sleep waits for the sleep to end.
+sleep "$duration" &
+wait $!
 echo "rank $rank done"
