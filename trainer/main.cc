@@ -40,11 +40,15 @@ int main(int argc, char** argv) {
     }
     env.FillFrom(*file);
   }
-  dmlp::Result<dmlp::Plan> plan = dmlp::ReadPlan(env);
-  dmlp::Status status = plan.ok() ? dmlp::RunTrainer(*plan) : plan.status();
-  if (!status.ok()) {
+  bool reported = false;
+  auto report = [&](const dmlp::Status& status) {
     std::fprintf(stderr, "dmlp-train: error: %s\n", status.ToString().c_str());
-    return ExitCodeFor(status);
-  }
-  return 0;
+    std::fflush(stderr);
+    reported = true;
+  };
+  dmlp::Result<dmlp::Plan> plan = dmlp::ReadPlan(env);
+  dmlp::Status status = plan.ok() ? dmlp::RunTrainer(*plan, report) : plan.status();
+  if (status.ok()) return 0;
+  if (!reported) report(status);
+  return ExitCodeFor(status);
 }

@@ -204,22 +204,43 @@ Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& 
   return Status::Ok();
 }
 
-/// On an error return, leaves the rendezvous without waiting for peers: those
-/// waiting on this rank fail at once with PEER_LOST, a digest thread blocked on
-/// a checkpoint key is released, and rank 0 does not linger in its coordinator
-/// for a heartbeat timeout — so a failing rank exits promptly and dmlp-launch
-/// tears the job down.
-struct AbandonUnlessDone {
-  Rendezvous& rendezvous;
-  bool done = false;
-  ~AbandonUnlessDone() {
-    if (!done) rendezvous.Abandon();
-  }
-};
+/// Everything after the rendezvous: backend, state, training, result files.
+Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
+                 StartingPoint start, int64_t kill_step,
+                 std::chrono::steady_clock::time_point started) {
+  RunOutput& output = *start.output;
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                        plan.platform == Platform::kCpu
+                            ? CreateCpuBackend(plan, layout, rendezvous)
+                            : CreateCudaBackend(plan, layout, rendezvous));
+  DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
+  // A job resumed from its final checkpoint has nothing left to compute: the
+  // checkpoint is the final state. Otherwise the last snapshot will be.
+  if (start.done_steps < plan.steps) start.image = {};
+
+  DigestPipeline digests(*backend, layout.image_bytes(),
+                         [&](int64_t step, const std::string& loss, const std::string& hash,
+                             const uint8_t* image) {
+                           return RecordStep(plan, layout, output, rendezvous, step, loss, hash,
+                                             image, kill_step);
+                         });
+  DMLP_RETURN_IF_ERROR(digests.Start());
+  const auto loop_start = std::chrono::steady_clock::now();
+  DMLP_RETURN_IF_ERROR(Train(plan, start.done_steps + 1, *backend, digests));
+  const auto loop_end = std::chrono::steady_clock::now();
+  PrintProfile(plan, *backend, digests, std::chrono::duration<double>(loop_end - loop_start).count(),
+               std::chrono::duration<double>(loop_start - started).count());
+
+  // Like the reference: result files only once every rank has all its receipts.
+  DMLP_RETURN_IF_ERROR(rendezvous.Barrier("training-complete"));
+  const uint8_t* final_image = start.image.empty() ? digests.last_image() : start.image.data();
+  DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend)));
+  return rendezvous.Barrier("artifact-complete");
+}
 
 }  // namespace
 
-Status RunTrainer(const Plan& plan) {
+Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   const auto started = std::chrono::steady_clock::now();
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
   DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
@@ -236,40 +257,19 @@ Status RunTrainer(const Plan& plan) {
   options.heartbeat_timeout_seconds = static_cast<int>(plan.heartbeat_timeout_seconds);
   options.plan_fingerprint = PlanFingerprint(plan);
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> rendezvous, Rendezvous::Join(options));
-  AbandonUnlessDone leave_on_error{*rendezvous};
   if (plan.resume) start = ResumeStart(plan, layout, *rendezvous);
-  if (!start.ok()) return start.status();
-  RunOutput& output = *start->output;
-
-  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
-                        plan.platform == Platform::kCpu
-                            ? CreateCpuBackend(plan, layout, *rendezvous)
-                            : CreateCudaBackend(plan, layout, *rendezvous));
-  DMLP_RETURN_IF_ERROR(backend->LoadState(start->image.data()));
-  // A job resumed from its final checkpoint has nothing left to compute: the
-  // checkpoint is the final state. Otherwise the last snapshot will be.
-  if (start->done_steps < plan.steps) start->image = {};
-
-  DigestPipeline digests(*backend, layout.image_bytes(),
-                         [&](int64_t step, const std::string& loss, const std::string& hash,
-                             const uint8_t* image) {
-                           return RecordStep(plan, layout, output, *rendezvous, step, loss, hash,
-                                             image, kill_step);
-                         });
-  AbandonUnlessDone release_digest_thread{*rendezvous};  // destroyed before `digests`
-  DMLP_RETURN_IF_ERROR(digests.Start());
-  const auto loop_start = std::chrono::steady_clock::now();
-  DMLP_RETURN_IF_ERROR(Train(plan, start->done_steps + 1, *backend, digests));
-  const auto loop_end = std::chrono::steady_clock::now();
-  PrintProfile(plan, *backend, digests, std::chrono::duration<double>(loop_end - loop_start).count(),
-               std::chrono::duration<double>(loop_start - started).count());
-
-  // Like the reference: result files only once every rank has all its receipts.
-  DMLP_RETURN_IF_ERROR(rendezvous->Barrier("training-complete"));
-  const uint8_t* final_image = start->image.empty() ? digests.last_image() : start->image.data();
-  DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend)));
-  DMLP_RETURN_IF_ERROR(rendezvous->Barrier("artifact-complete"));
-  leave_on_error.done = release_digest_thread.done = true;
+  Status status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step,
+                                         started)
+                             : start.status();
+  if (!status.ok()) {
+    // Say why first, then leave without waiting for peers: those waiting on
+    // this rank fail at once with PEER_LOST (and may exit before us, which is
+    // why the message must already be out), and rank 0 does not linger in its
+    // coordinator for a heartbeat timeout — so dmlp-launch tears the job down.
+    report_failure(status);
+    rendezvous->Abandon();
+    return status;
+  }
   return rendezvous->Close();
 }
 
