@@ -194,10 +194,6 @@ Status InitCpuGemm(int threads) {
 
 const CpuGemmInfo& CpuGemmDescription() { return GlobalState().info; }
 
-int CpuGemmThreadsForRanks(int ranks_on_host) {
-  return std::max(1, AvailableCpus() / std::max(1, ranks_on_host));
-}
-
 void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
            const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   const State& state = GlobalState();

@@ -1,4 +1,4 @@
-// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, CpuGemmThreadsForRanks, Sgemm
+// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, Sgemm
 //
 // The CPU platform's only GEMM entry point. The library behind it is chosen by
 // measurement (bench/gemm_select): BLIS 0.9 (OpenMP build), loaded from its
@@ -33,8 +33,6 @@ struct CpuGemmInfo {
 Status InitCpuGemm(int threads);
 /// What InitCpuGemm pinned (for result.json's fingerprint). Empty before InitCpuGemm.
 const CpuGemmInfo& CpuGemmDescription();
-/// Threads for one of `ranks_on_host` ranks sharing this process's CPUs: max(1, cpus / ranks).
-int CpuGemmThreadsForRanks(int ranks_on_host);
 
 /// Row-major SGEMM. REQUIRES: InitCpuGemm succeeded; m, n, k >= 0; lda/ldb/ldc are row
 /// strides of the stored matrices, each >= max(1, stored columns). Violations abort.
