@@ -74,7 +74,7 @@ def run_reference(processes, steps, scratch):
 def floor(build, processes):
     cfg = config()
     samples = int(cfg["BATCH"]) // processes
-    threads = int(os.environ.get("DMLP_CPU_THREADS", max(1, ((os.cpu_count() or 1) - 1) // processes)))
+    threads = int(os.environ.get("DMLP_CPU_THREADS", max(1, (os.cpu_count() or 1) // processes)))
     out = subprocess.run([str(build / "bin/cpu_floor"), cfg["FEATURES"], cfg["WIDTH"], cfg["LAYERS"],
                           cfg["CLASSES"], str(samples), str(threads)],
                          capture_output=True, text=True, check=True).stdout

@@ -174,11 +174,11 @@ class CpuBackend final : public Backend {
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };
 
-/// GEMM threads of one rank: DMLP_CPU_THREADS, else this process's CPUs less
-/// one kept for the digest thread, shared evenly by the job's ranks (all
-/// assumed on this host), at least one. OpenMP threads that share a core with
-/// the hashing thread stall each other at every barrier (measured: 2 GEMM
-/// threads + the digest thread on 2 cores ran 2x slower than 1 GEMM thread).
+/// GEMM threads of one rank: DMLP_CPU_THREADS, else this process's CPUs
+/// shared evenly by the job's ranks (all assumed on this host), at least one.
+/// Measured with bench/train_bench on 2 cores, 1 rank: 2 threads 1.54 steps/s,
+/// 1 thread 1.25 (the digest thread shares a core either way; under heavy
+/// outside load OpenMP's barriers suffer more, so set DMLP_CPU_THREADS there).
 /// The pinned BLIS kernel gives the same bits for any thread count
 /// (bench/gemm_select), so this is a speed choice only; it is in the fingerprint.
 Result<int> GemmThreads(const Plan& plan) {
@@ -190,7 +190,7 @@ Result<int> GemmThreads(const Plan& plan) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   const int available = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return std::max<int>(1, (available - 1) / static_cast<int>(plan.num_processes));
+  return std::max<int>(1, available / static_cast<int>(plan.num_processes));
 }
 
 }  // namespace

@@ -17,5 +17,6 @@ target_link_libraries(dmlp_mlp_cpu PUBLIC dmlp_common dmlp_gemm_cpu)
 # no fast-math, and -ffp-contract=off still applies (top-level CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/data.cc ${CMAKE_CURRENT_LIST_DIR}/init.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/adam.cc
                               PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno")
 endif()
