@@ -62,9 +62,14 @@ if [ "$rank" = "${STAND_IN_FAIL_RANK:-none}" ]; then
   fail=yes
   if [ "${STAND_IN_FAIL_ONCE:-0}" = 1 ] && [ -e "$dir/failed-once" ]; then fail=no; fi
 fi
+# How many ranks have written their pid file (a glob, not ls | grep).
+pid_files() {
+  set -- "$dir"/rank-*.pid
+  if [ -e "$1" ]; then echo $#; else echo 0; fi
+}
 if [ $fail = yes ]; then
   waited=0
-  while { [ ! -e "$dir/go" ] || [ "$(ls "$dir" | grep -c '^rank-.*\.pid$')" -lt "$NUM_PROCESSES" ]; } &&
+  while { [ ! -e "$dir/go" ] || [ "$(pid_files)" -lt "$NUM_PROCESSES" ]; } &&
         [ $waited -lt 2000 ]; do
     sleep 0.01
     waited=$((waited + 1))
