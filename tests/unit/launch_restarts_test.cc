@@ -16,6 +16,8 @@
 #include "launch/run_summary.h"
 #include "launch/supervisor.h"
 
+#include "tests/unit/launch_test_util.h"
+
 namespace dmlp {
 namespace {
 
@@ -185,18 +187,7 @@ TEST(ProcStat, ChildProcessesFindsOurChildren) {
   waitpid(child, &status, 0);
 }
 
-class CapturingConsole : public Console {
- public:
-  void RankLines(StreamKind kind, std::string_view lines) override {
-    (kind == StreamKind::kStdout ? out : err).append(lines);
-  }
-  void Notice(std::string_view text) override { notices.emplace_back(text); }
-  bool HasNotice(const std::string& text) const {
-    return std::find(notices.begin(), notices.end(), text) != notices.end();
-  }
-  std::string out, err;
-  std::vector<std::string> notices;
-};
+using testing::CapturingConsole;
 
 class SupervisorRestarts : public ::testing::Test {
  protected:
@@ -296,7 +287,7 @@ TEST_F(SupervisorRestarts, ProcessThatLeftItsGroupIsKilledBeforeTheRestart) {
                             return n.rfind(prefix, 0) == 0 && n.size() > suffix.size() &&
                                    n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
                           }))
-      << testing::PrintToString(console.notices);
+      << ::testing::PrintToString(console.notices);
   EXPECT_EQ(console.out.find("escaped-alive"), std::string::npos) << console.out;
   EXPECT_EQ(kill(escaped, 0), -1);  // killed and reaped (it was our child)
 }

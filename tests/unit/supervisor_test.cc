@@ -10,21 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/launch_test_util.h"
+
 namespace dmlp {
 namespace {
 
-class CapturingConsole : public Console {
- public:
-  void RankLines(StreamKind kind, std::string_view lines) override {
-    (kind == StreamKind::kStdout ? out : err).append(lines);
-  }
-  void Notice(std::string_view text) override { notices.emplace_back(text); }
-  bool HasNotice(const std::string& text) const {
-    return std::find(notices.begin(), notices.end(), text) != notices.end();
-  }
-  std::string out, err;
-  std::vector<std::string> notices;
-};
+using testing::CapturingConsole;
 
 // A launch without --restarts: exactly one attempt, whose report is returned.
 Result<JobReport> RunOnce(const LaunchConfig& config, Console& console) {
