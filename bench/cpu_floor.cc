@@ -4,7 +4,13 @@
 //
 //   cpu_floor FEATURES WIDTH LAYERS CLASSES SAMPLES_PER_RANK THREADS [REPEATS]
 //
-// Prints `gemm_flops_per_update=F gemm_gflops=R floor_update_s=T` (medians).
+// Then, interleaved with those passes so that outside load hits both alike,
+// the same rank's real forward/backward (CpuMlp::ShardGradient: the GEMMs plus
+// the element-wise passes, on distinct weight and activation buffers):
+// the gap between the two is what the MLP spends beyond its GEMM floor.
+//
+// Prints `gemm_flops_per_update=F gemm_gflops=R floor_update_s=T mlp_update_s=M`
+// (medians over REPEATS passes).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +18,7 @@
 #include <vector>
 
 #include "trainer/gemm_cpu.h"
+#include "trainer/mlp_cpu.h"
 
 namespace {
 
@@ -19,6 +26,15 @@ struct Gemm {
   bool ta, tb;
   int m, n, k;
 };
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 }  // namespace
 
@@ -49,19 +65,46 @@ int main(int argc, char** argv) {
     largest = std::max({largest, size_t(g.m) * g.k, size_t(g.k) * g.n, size_t(g.m) * g.n});
   }
   std::vector<float> a(largest, 0.5f), b(largest, 0.25f), c(largest, 0.0f);
-  std::vector<double> seconds;
+
+  const dmlp::ModelShape shape{features, width, layers, classes};
+  dmlp::Result<dmlp::StateLayout> layout = dmlp::StateLayout::Create(shape);
+  if (!layout.ok()) {
+    std::fprintf(stderr, "cpu_floor: error: %s\n", layout.status().ToString().c_str());
+    return 1;
+  }
+  dmlp::Result<dmlp::CpuMlp> mlp = dmlp::CpuMlp::Create(layout.value(), samples);
+  if (!mlp.ok()) {
+    std::fprintf(stderr, "cpu_floor: error: %s\n", mlp.status().ToString().c_str());
+    return 1;
+  }
+  // Small deterministic values: the time does not depend on them (no NaN or
+  // denormal paths are reached), only on the shapes.
+  const size_t parameters = static_cast<size_t>(layout.value().parameter_count());
+  std::vector<float> params(parameters), grad(parameters);
+  for (size_t i = 0; i < parameters; ++i) params[i] = float((i * 2654435761u) % 1000) / 32000.0f - 0.015f;
+  std::vector<float> inputs(static_cast<size_t>(samples) * features);
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = float((i * 40503u) % 1000) / 500.0f - 1.0f;
+  std::vector<int32_t> labels(static_cast<size_t>(samples));
+  for (int i = 0; i < samples; ++i) labels[i] = i % classes;
+
+  std::vector<double> gemm_seconds, mlp_seconds;
   for (int repeat = 0; repeat <= repeats; ++repeat) {  // the first pass warms up
     auto start = std::chrono::steady_clock::now();
     for (const Gemm& g : gemms) {
       dmlp::Sgemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, a.data(), g.ta ? g.m : g.k, b.data(),
                   g.tb ? g.k : g.n, 0.0f, c.data(), g.n);
     }
-    double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (repeat > 0) seconds.push_back(spent);
+    const double gemm_spent = SecondsSince(start);
+    start = std::chrono::steady_clock::now();
+    mlp.value().ShardGradient(params.data(), inputs.data(), labels.data(), samples, grad.data());
+    const double mlp_spent = SecondsSince(start);
+    if (repeat > 0) {
+      gemm_seconds.push_back(gemm_spent);
+      mlp_seconds.push_back(mlp_spent);
+    }
   }
-  std::sort(seconds.begin(), seconds.end());
-  const double median = seconds[seconds.size() / 2];
-  std::printf("gemm_flops_per_update=%.0f gemm_gflops=%.2f floor_update_s=%.6f\n", flops,
-              flops / median / 1e9, median);
+  const double floor = Median(gemm_seconds);
+  std::printf("gemm_flops_per_update=%.0f gemm_gflops=%.2f floor_update_s=%.6f mlp_update_s=%.6f\n",
+              flops, flops / floor / 1e9, floor, Median(mlp_seconds));
   return 0;
 }

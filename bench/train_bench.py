@@ -115,6 +115,8 @@ def main():
             print(f"  floor      {gemm['floor_update_s'] * 1e3:8.1f} ms per update = "
                   f"{gemm['gemm_flops_per_update'] / 1e9:.2f} GFLOP at {gemm['gemm_gflops']:.1f} GFLOP/s "
                   f"measured now; dmlp is {per_update / gemm['floor_update_s']:.2f}x the floor")
+            print(f"  alone      {gemm['mlp_update_s'] * 1e3:8.1f} ms per update: the same rank's forward/backward "
+                  "with nothing else running (GEMMs + element-wise passes)")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -1,4 +1,4 @@
 # bench/train_bench.py drives dmlp-train and the reference; cpu_floor measures the GEMM floor.
 add_executable(cpu_floor ${CMAKE_CURRENT_LIST_DIR}/cpu_floor.cc)
 target_include_directories(cpu_floor PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(cpu_floor PRIVATE dmlp_gemm_cpu)
+target_link_libraries(cpu_floor PRIVATE dmlp_gemm_cpu dmlp_mlp_cpu)
