@@ -59,7 +59,7 @@ class CpuBackend final : public Backend {
         partials_(reduction_.shards_per_rank * reduction_.padded_length()),
         reduced_(reduction_.padded_length()) {
     if (plan.num_processes > 1 && plan.reduction == Reduction::kOrdered) {
-      send_.resize(partials_.size());
+      if (reduction_.shards_per_rank > 1) send_.resize(partials_.size());
       receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
       folded_slice_.resize(reduction_.slice_length());
     }
@@ -149,10 +149,15 @@ class CpuBackend final : public Backend {
       return Status::Ok();
     }
     const size_t slice = reduction_.slice_length();
-    PackForAllToAll(reduction_, partials_.data(), send_.data());
+    // With one local shard the partial is already laid out [destination][slice].
+    const float* send = partials_.data();
+    if (local_shards > 1) {
+      PackForAllToAll(reduction_, partials_.data(), send_.data());
+      send = send_.data();
+    }
     {
       PhaseTimer timer(collective_seconds_);
-      DMLP_RETURN_IF_ERROR(collectives_->AllToAll(send_.data(), receive_.data(), local_shards * slice));
+      DMLP_RETURN_IF_ERROR(collectives_->AllToAll(send, receive_.data(), local_shards * slice));
     }
     FoldShardsInOrder(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice,
                       folded_slice_.data());
