@@ -61,7 +61,6 @@ class CpuBackend final : public Backend {
     if (plan.num_processes > 1 && plan.reduction == Reduction::kOrdered) {
       if (reduction_.shards_per_rank > 1) send_.resize(partials_.size());
       receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
-      folded_slice_.resize(reduction_.slice_length());
     }
   }
 
@@ -159,10 +158,12 @@ class CpuBackend final : public Backend {
       PhaseTimer timer(collective_seconds_);
       DMLP_RETURN_IF_ERROR(collectives_->AllToAll(send, receive_.data(), local_shards * slice));
     }
-    FoldShardsInOrder(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice,
-                      folded_slice_.data());
+    // This rank's slice folds straight into its place in the result; the
+    // all-gather then runs in place.
+    float* own_slice = reduced_.data() + static_cast<size_t>(plan_.process_id) * slice;
+    FoldShardsInOrder(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice, own_slice);
     PhaseTimer timer(collective_seconds_);
-    return collectives_->AllGather(folded_slice_.data(), reduced_.data(), slice);
+    return collectives_->AllGather(own_slice, reduced_.data(), slice);
   }
 
   Plan plan_;
@@ -174,7 +175,7 @@ class CpuBackend final : public Backend {
   std::vector<float> inputs_;
   std::vector<int32_t> labels_;
   std::vector<float> partials_;  // [local shard][padded]: gradient, loss sum, zeros
-  std::vector<float> send_, receive_, folded_slice_, reduced_;
+  std::vector<float> send_, receive_, reduced_;
   float last_loss_ = 0;
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };

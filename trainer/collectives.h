@@ -36,6 +36,7 @@ class Collectives {
   /// REQUIRES: send and recv do not overlap.
   virtual Status AllToAll(const float* send, float* recv, size_t count_per_peer) = 0;
   /// `recv` (world_size * count_per_rank floats) gets every rank's `send`, in rank order.
+  /// In place when send == recv + rank * count_per_rank; otherwise they must not overlap.
   virtual Status AllGather(const float* send, float* recv, size_t count_per_rank) = 0;
   /// In place: every rank ends with the same bits, the sum over ranks of `data`.
   virtual Status AllReduceSum(float* data, size_t count) = 0;

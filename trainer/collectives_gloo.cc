@@ -3,13 +3,14 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 
-#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/config.h>
+#include <gloo/types.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
@@ -41,6 +42,10 @@ void IgnoreSigpipe() {
     signal(SIGPIPE, SIG_IGN);
   }
 }
+
+// Gloo's own collectives use slot prefixes 0x01-0x08 (gloo/types.h); a slot
+// keeps this one's messages apart from theirs on the shared pairs.
+constexpr uint8_t kAllGatherSlotPrefix = 0x40;
 
 }  // namespace
 
@@ -106,17 +111,35 @@ Status GlooCollectives::AllToAll(const float* send, float* recv, size_t count_pe
   return Status::Ok();
 }
 
+// Not gloo::allgather: that one walks a ring in half-blocks and waits for each
+// transfer before the next. Two ranks on the development machine, 5.3 MB each
+// way, timed in the same loop: gloo::allgather 4.9-5.4 ms, this 3.3-4.4 ms.
+// This posts every send and receive at once, as gloo::alltoall does, over the
+// same Gloo TCP pairs; it only moves bytes, so the schedule cannot change a bit.
+// In place (send == recv + rank * count) skips the local copy.
 Status GlooCollectives::AllGather(const float* send, float* recv, size_t count_per_rank) {
   if (count_per_rank == 0) return Status::Ok();
   if (count_per_rank > SIZE_MAX / sizeof(float) / static_cast<size_t>(world_size_)) {
     return Error("allgather", "count overflows");
   }
+  const size_t bytes = count_per_rank * sizeof(float);
+  float* own = recv + static_cast<size_t>(rank_) * count_per_rank;
+  if (send != own) std::memcpy(own, send, bytes);
+  if (world_size_ == 1) return Status::Ok();
   try {
-    gloo::AllgatherOptions options(context_);
-    options.setInput(const_cast<float*>(send), count_per_rank);
-    options.setOutput(recv, count_per_rank * static_cast<size_t>(world_size_));
-    options.setTimeout(kOperationTimeout);
-    gloo::allgather(options);
+    const auto slot = gloo::Slot::build(kAllGatherSlotPrefix, 0);
+    auto outgoing = context_->createUnboundBuffer(own, bytes);
+    auto incoming = context_->createUnboundBuffer(recv, bytes * static_cast<size_t>(world_size_));
+    for (int step = 1; step < world_size_; ++step) {
+      const int to = (rank_ + step) % world_size_;
+      const int from = (rank_ + world_size_ - step) % world_size_;
+      outgoing->send(to, slot, 0, bytes);
+      incoming->recv(from, slot, static_cast<size_t>(from) * bytes, bytes);
+    }
+    for (int step = 1; step < world_size_; ++step) {
+      outgoing->waitSend(kOperationTimeout);
+      incoming->waitRecv(kOperationTimeout);
+    }
   } catch (const std::exception& e) {
     return Error("allgather", e.what());
   }
