@@ -2,3 +2,8 @@
 add_executable(cpu_floor ${CMAKE_CURRENT_LIST_DIR}/cpu_floor.cc)
 target_include_directories(cpu_floor PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(cpu_floor PRIVATE dmlp_gemm_cpu dmlp_mlp_cpu)
+
+# cpu_peak: the FMA roof of this machine; -O3 so the accumulators stay in registers.
+add_executable(cpu_peak ${CMAKE_CURRENT_LIST_DIR}/cpu_peak.cc)
+target_compile_options(cpu_peak PRIVATE -O3)
+target_link_libraries(cpu_peak PRIVATE Threads::Threads)

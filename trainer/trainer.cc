@@ -52,10 +52,11 @@ nlohmann::json RunFingerprint(const Plan& plan, const Backend& backend) {
 
 /// DMLP_PROFILE=1: rank 0 prints one "PROFILE {json}" line on stderr at the end
 /// (bench/train_bench reads it): seconds per phase, summed over the whole run.
+/// DMLP_PROFILE=all: every rank does (to see how much ranks wait for each other).
 void PrintProfile(const Plan& plan, const Backend& backend, const DigestPipeline& digests,
                   double train_seconds, double startup_seconds) {
-  const char* flag = std::getenv("DMLP_PROFILE");
-  if (plan.process_id != 0 || flag == nullptr || std::string(flag) != "1") return;
+  const std::string flag = std::getenv("DMLP_PROFILE") ? std::getenv("DMLP_PROFILE") : "";
+  if (!(flag == "all" || (flag == "1" && plan.process_id == 0))) return;
   nlohmann::json profile = backend.Profile();
   profile["digest_thread"] = digests.hash_seconds();
   profile["train_loop"] = train_seconds;
