@@ -6,10 +6,15 @@ namespace dmlp {
 
 void FoldShardsInOrder(const float* partials, size_t shards, size_t stride, size_t length,
                        float* out) {
-  // Left fold, shard by shard: out = s0; out += s1; ... Each element sees the
-  // additions in shard order whatever the vectorization of the inner loop.
-  std::memcpy(out, partials, length * sizeof(float));
-  for (size_t shard = 1; shard < shards; ++shard) {
+  // Left fold, shard by shard: out = s0 + s1; out += s2; ... Each element sees
+  // the additions in shard order whatever the vectorization of the inner loop.
+  if (shards == 1) {
+    std::memcpy(out, partials, length * sizeof(float));
+    return;
+  }
+  const float* second = partials + stride;
+  for (size_t e = 0; e < length; ++e) out[e] = partials[e] + second[e];
+  for (size_t shard = 2; shard < shards; ++shard) {
     const float* partial = partials + shard * stride;
     for (size_t e = 0; e < length; ++e) out[e] += partial[e];
   }
