@@ -13,6 +13,7 @@
 #include "trainer/adam.h"
 #include "trainer/backend.h"
 #include "trainer/collectives_gloo.h"
+#include "trainer/cpu_parallel.h"
 #include "trainer/data.h"
 #include "trainer/gemm_cpu.h"
 #include "trainer/mlp_cpu.h"
@@ -89,8 +90,12 @@ class CpuBackend final : public Backend {
     int32_t count = 0;
     std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
     count = AdamNextCount(count);
-    AdamUpdate(MakeAdamScalars(count, plan_.learning_rate), reduced_.data(), params(), mu(), nu(),
-               layout_.parameter_count());
+    // Element-wise: each parameter's update reads only its own four values.
+    const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
+    float *grad = reduced_.data(), *p = params(), *m = mu(), *v = nu();
+    ParallelRanges(layout_.parameter_count(), kElementGrain, [=](size_t first, size_t last) {
+      AdamUpdate(scalars, grad + first, p + first, m + first, v + first, last - first);
+    });
     std::memcpy(image_.data() + layout_.count_offset(), &count, 4);
     return Status::Ok();
   }
@@ -122,8 +127,16 @@ class CpuBackend final : public Backend {
       const int64_t shard = plan_.first_shard() + static_cast<int64_t>(local);
       {
         PhaseTimer timer(data_seconds_);
-        GenerateSamples(spec, step, microbatch, shard * shard_size, (shard + 1) * shard_size,
-                        inputs_.data(), labels_.data());
+        // A sample's bytes do not depend on which range generates it (data.h).
+        const int64_t features = plan_.model.features;
+        float* inputs = inputs_.data();
+        int32_t* labels = labels_.data();
+        const int64_t first_sample = shard * shard_size;
+        ParallelRanges(static_cast<size_t>(shard_size), kSampleGrain, [&](size_t first, size_t last) {
+          GenerateSamples(spec, step, microbatch, first_sample + static_cast<int64_t>(first),
+                          first_sample + static_cast<int64_t>(last),
+                          inputs + static_cast<int64_t>(first) * features, labels + first);
+        });
       }
       PhaseTimer timer(compute_seconds_);
       float* partial = partials_.data() + local * reduction_.padded_length();
@@ -138,13 +151,13 @@ class CpuBackend final : public Backend {
     const size_t padded = reduction_.padded_length();
     const size_t local_shards = reduction_.shards_per_rank;
     if (plan_.reduction == Reduction::kAllreduce) {
-      FoldShardsInOrder(partials_.data(), local_shards, padded, padded, reduced_.data());
+      Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
       if (!collectives_) return Status::Ok();
       PhaseTimer timer(collective_seconds_);
       return collectives_->AllReduceSum(reduced_.data(), padded);
     }
     if (!collectives_) {  // one rank: the same left fold over all shards, no bytes to move
-      FoldShardsInOrder(partials_.data(), local_shards, padded, padded, reduced_.data());
+      Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
       return Status::Ok();
     }
     const size_t slice = reduction_.slice_length();
@@ -161,10 +174,20 @@ class CpuBackend final : public Backend {
     // This rank's slice folds straight into its place in the result; the
     // all-gather then runs in place.
     float* own_slice = reduced_.data() + static_cast<size_t>(plan_.process_id) * slice;
-    FoldShardsInOrder(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice, own_slice);
+    Fold(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice, own_slice);
     PhaseTimer timer(collective_seconds_);
     return collectives_->AllGather(own_slice, reduced_.data(), slice);
   }
+
+  // FoldShardsInOrder on the rank's threads: each element's sum is whole on one thread.
+  static void Fold(const float* partials, size_t shards, size_t stride, size_t length, float* out) {
+    ParallelRanges(length, kElementGrain, [=](size_t first, size_t last) {
+      FoldShardsInOrder(partials + first, shards, stride, last - first, out + first);
+    });
+  }
+
+  static constexpr size_t kElementGrain = 4096;  // floats
+  static constexpr size_t kSampleGrain = 4;
 
   Plan plan_;
   StateLayout layout_;
@@ -205,6 +228,7 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
                                                   Rendezvous& rendezvous) {
   DMLP_ASSIGN_OR_RETURN(int threads, GemmThreads(plan));
   DMLP_RETURN_IF_ERROR(InitCpuGemm(threads));
+  SetCpuParallelThreads(threads);
   DMLP_ASSIGN_OR_RETURN(CpuMlp mlp, CpuMlp::Create(layout, plan.shard_size()));
   std::unique_ptr<Collectives> collectives;
   if (plan.num_processes > 1) {

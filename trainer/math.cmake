@@ -8,9 +8,17 @@ add_library(dmlp_trainer_math STATIC
 target_link_libraries(dmlp_trainer_math PUBLIC dmlp_common)
 
 add_library(dmlp_mlp_cpu STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/cpu_parallel.cc
   ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu.cc
 )
 target_link_libraries(dmlp_mlp_cpu PUBLIC dmlp_common dmlp_gemm_cpu)
+# OpenMP runs the element-wise work on the GEMM's threads (trainer/cpu_parallel.h);
+# it is libgomp, the runtime BLIS already loads. Without it (e.g. clang without
+# libomp, as in the fuzz build) that work runs on one thread: same bits.
+find_package(OpenMP COMPONENTS CXX)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(dmlp_mlp_cpu PRIVATE OpenMP::OpenMP_CXX)
+endif()
 
 # Data, init, Adam and the MLP's element-wise passes are written as array loops
 # so that -O3 vectorizes them (data and init 3-5x faster, the MLP's passes

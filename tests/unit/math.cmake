@@ -10,6 +10,11 @@ target_link_libraries(math_test PRIVATE dmlp_trainer_math GTest::gtest_main)
 target_compile_definitions(math_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
 gtest_discover_tests(math_test DISCOVERY_TIMEOUT 60)
 
-add_executable(mlp_cpu_test ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu_test.cc)
+add_executable(mlp_cpu_test ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu_test.cc
+                            ${CMAKE_CURRENT_LIST_DIR}/cpu_parallel_test.cc)
 target_link_libraries(mlp_cpu_test PRIVATE dmlp_mlp_cpu GTest::gtest_main)
+find_package(OpenMP COMPONENTS CXX)
+if(OpenMP_CXX_FOUND)  # the test checks the threaded path too, under #ifdef _OPENMP
+  target_link_libraries(mlp_cpu_test PRIVATE OpenMP::OpenMP_CXX)
+endif()
 gtest_discover_tests(mlp_cpu_test DISCOVERY_TIMEOUT 60)

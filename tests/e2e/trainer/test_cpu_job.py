@@ -85,6 +85,19 @@ class Determinism(JobTestCase):
         self.assertSameBytes(runs[1], runs[2])
         self.assertSameBytes(runs[1], runs[4])
 
+    def test_threads_per_rank_do_not_change_a_bit(self):
+        # Big enough that the GEMMs, data generation, fold and Adam really split
+        # across threads (trainer/cpu_parallel.h: 25,477 parameters, 8 samples a shard).
+        larger = {"FEATURES": "64", "WIDTH": "128", "LAYERS": "2", "BATCH": "32", "STEPS": "2"}
+        runs = {}
+        for processes, threads in ((1, 1), (1, 2), (1, 3), (2, 2)):
+            out = self.scratch / f"p{processes}-t{threads}"
+            result = launch(out, processes, DMLP_CPU_THREADS=str(threads), **larger)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            runs[processes, threads] = out
+        for key in ((1, 2), (1, 3), (2, 2)):
+            self.assertSameBytes(runs[1, 1], runs[key])
+
     def test_ranks_agree_with_allreduce_too(self):
         out = self.scratch / "run"
         self.assertEqual(launch(out, 2, REDUCTION="allreduce").returncode, 0)
