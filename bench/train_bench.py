@@ -147,8 +147,11 @@ def main():
                 print(f"  reference {spread(ref_rates)} steps/s   start-up {median(startups):.2f} s")
                 print(f"  ratio     {spread(ratios, '{:.2f}')}x  (dmlp / reference, per round)")
             print(f"  per update {per_update * 1e3:8.1f} ms; rank 0's split (ms per update, median round):")
-            for phase in ("data", "compute", "collectives", "optimizer"):
+            phases = ("data", "compute", "collectives", "optimizer")
+            for phase in phases:
                 print(f"    {phase:12s}{dmlp.get(phase, 0) / updates * 1e3:8.1f}")
+            other = per_update - sum(dmlp.get(phase, 0) for phase in phases) / updates
+            print(f"    {'other':12s}{other * 1e3:8.1f}  (snapshot copy for the digest, receipts, waits)")
             print(f"    {'digest*':12s}{dmlp['digest_thread'] / args.steps * 1e3:8.1f}  per step, "
                   "on its own thread (overlaps the next step)")
             print(f"  floor      {gemm['floor_update_s'] * 1e3:8.1f} ms per update = "
