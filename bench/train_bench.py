@@ -12,7 +12,8 @@ rate that 2x the reference's steps/s would need.
 Outside load on a shared machine moves every figure by 10-30 %, so each
 NUM_PROCESSES runs --rounds rounds, dmlp and the reference back to back in
 alternating order; the ratio is taken per round (both under the same load) and
-the median round is reported with the range.
+the median round is reported with the range. The GEMM floor and the FMA peak
+are measured in every round as well, and their medians reported.
 
   bench/train_bench.py [--build build] [--processes 1,2] [--steps 20] [--rounds 3] [--no-reference]
 
@@ -119,6 +120,7 @@ def main():
     try:
         for processes in [int(p) for p in args.processes.split(",")]:
             dmlp_rates, ref_rates, ratios, profiles, startups = [], [], [], [], []
+            floors, roofs = [], []  # measured every round too: the machine's speed drifts
             for round_index in range(args.rounds):
                 order = ["dmlp", "ref"] if round_index % 2 == 0 else ["ref", "dmlp"]
                 ref = None
@@ -131,6 +133,8 @@ def main():
                         ref = run_reference(processes, args.steps, run_dir)
                 shutil.rmtree(scratch / f"round-{round_index}", ignore_errors=True)
                 profiles.append(dmlp)
+                floors.append(floor(build, processes))
+                roofs.append(peak(build))
                 dmlp_rates.append(args.steps / dmlp["train_loop"])
                 if ref:
                     ref_rates.append(ref["steps_per_s"])
@@ -139,7 +143,7 @@ def main():
             # The split and floor of the median dmlp round.
             dmlp = sorted(profiles, key=lambda p: p["train_loop"])[len(profiles) // 2]
             updates = dmlp["updates"]
-            gemm = floor(build, processes)
+            gemm = {key: median([f[key] for f in floors]) for key in floors[0]}
             per_update = dmlp["train_loop"] / updates
             print(f"\nNUM_PROCESSES={processes}  ({args.rounds} rounds; median, range)")
             print(f"  dmlp      {spread(dmlp_rates)} steps/s   start-up {dmlp['startup']:.2f} s")
@@ -156,14 +160,14 @@ def main():
                   "on its own thread (overlaps the next step)")
             print(f"  floor      {gemm['floor_update_s'] * 1e3:8.1f} ms per update = "
                   f"{gemm['gemm_flops_per_update'] / 1e9:.2f} GFLOP at {gemm['gemm_gflops']:.1f} GFLOP/s "
-                  f"measured now; dmlp is {per_update / gemm['floor_update_s']:.2f}x the floor")
+                  f"(medians of the rounds); dmlp is {per_update / gemm['floor_update_s']:.2f}x the floor")
             print(f"  alone      {gemm['mlp_update_s'] * 1e3:8.1f} ms per update: the same rank's forward/backward "
                   "with nothing else running (GEMMs + element-wise passes)")
             if ratios:
                 # Every rank's GEMMs together, per step, at twice the reference's median speed.
                 step_flops = gemm["gemm_flops_per_update"] * processes * int(cfg["MICROBATCHES"])
                 needed = 2 * median(ref_rates) * step_flops / 1e9
-                roof = peak(build)
+                roof = median(roofs)
                 print(f"  roof       2x the reference needs {needed:.0f} GFLOP/s of GEMM alone; "
                       f"this machine's FMA peak ({os.cpu_count()} CPUs) is {roof:.0f} GFLOP/s "
                       f"({needed / roof:.0%} of it)")
