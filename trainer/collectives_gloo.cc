@@ -72,6 +72,13 @@ Result<std::unique_ptr<GlooCollectives>> GlooCollectives::Connect(Rendezvous& re
   };
   if (rendezvous.local_address().empty()) return fail("no local address from the rendezvous");
   IgnoreSigpipe();
+  // Every rank alive before any Gloo socket exists. Otherwise a rank that
+  // learns of a lost peer first tears down its half-made pairs while another
+  // rank's Gloo loop thread is still handshaking on them, and Gloo throws from
+  // that thread (getpeername: ENOTCONN), which aborts the process (seen once in
+  // CI, collectives_gloo_test). After the barrier, a lost peer is PEER_LOST on
+  // every rank, from the rendezvous, before Gloo is involved.
+  DMLP_RETURN_IF_ERROR(rendezvous.Barrier(key_prefix + "connect"));
   GlooStore store(rendezvous, key_prefix);
   try {
     gloo::transport::tcp::attr attr;

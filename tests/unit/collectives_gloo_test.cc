@@ -199,34 +199,27 @@ TEST(GlooCollectivesTest, PeerThatLeavesDuringAnAllReduceGivesCollectiveError) {
   }
 }
 
-TEST(GlooCollectivesTest, RankThatNeverConnectsGivesPeerLostThroughTheStore) {
-  const int port = FreePort();
-  std::array<Status, kRanks> results;
-  RunRanks(kRanks, [&](int rank) {
-    // Heartbeat 1 s: a rank left listening for a pair that will never connect
-    // waits for Gloo's own bound on that, 5 x the context timeout.
-    auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks, 1));
-    ASSERT_TRUE(joined.ok()) << joined.status().ToString();
-    if (rank == 2) {
-      results[2] = (*joined)->Close();  // leaves instead of connecting Gloo
-      return;
-    }
-    results[rank] = GlooCollectives::Connect(**joined).status();
-  });
-  EXPECT_TRUE(results[2].ok()) << results[2].ToString();
-  // The first rank to fail sees the store's PEER_LOST; the other may instead see
-  // its Gloo connection to that rank reset (COLLECTIVE_ERROR: connect: ...).
-  int peer_lost = 0;
-  for (int rank = 0; rank < 2; ++rank) {
-    if (results[rank].code() == "PEER_LOST") {
-      ++peer_lost;
-      EXPECT_EQ(results[rank].ToString(), "PEER_LOST: rank 2: left the rendezvous");
-    } else {
-      EXPECT_EQ(results[rank].detail().rfind("connect: ", 0), 0u) << results[rank].ToString();
-      EXPECT_EQ(results[rank].code(), "COLLECTIVE_ERROR") << results[rank].ToString();
+// A rank that leaves instead of connecting: every other rank gets PEER_LOST
+// from the rendezvous barrier before any Gloo socket exists (a Gloo pair torn
+// down mid-handshake can abort the peer's process from Gloo's own thread).
+TEST(GlooCollectivesTest, RankThatNeverConnectsIsPeerLostOnEveryRankBeforeGloo) {
+  for (int attempt = 0; attempt < 20; ++attempt) {  // the abort was a race: try it often
+    const int port = FreePort();
+    std::array<Status, kRanks> results;
+    RunRanks(kRanks, [&](int rank) {
+      auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks, 5));
+      ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+      if (rank == 2) {
+        results[2] = (*joined)->Close();  // leaves instead of connecting Gloo
+        return;
+      }
+      results[rank] = GlooCollectives::Connect(**joined).status();
+    });
+    EXPECT_TRUE(results[2].ok()) << results[2].ToString();
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(results[rank].ToString(), "PEER_LOST: rank 2: left the rendezvous") << "rank " << rank;
     }
   }
-  EXPECT_GE(peer_lost, 1);
 }
 
 }  // namespace
