@@ -203,13 +203,15 @@ class CpuBackend final : public Backend {
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };
 
-/// GEMM threads of one rank: DMLP_CPU_THREADS, else this process's CPUs
+/// Threads of one rank (the GEMMs, and the element-wise data, fold and Adam
+/// through trainer/cpu_parallel.h): DMLP_CPU_THREADS, else this process's CPUs
 /// shared evenly by the job's ranks (all assumed on this host), at least one.
 /// Measured with bench/train_bench on 2 cores, 1 rank: 2 threads 1.54 steps/s,
 /// 1 thread 1.25 (the digest thread shares a core either way; under heavy
 /// outside load OpenMP's barriers suffer more, so set DMLP_CPU_THREADS there).
 /// The pinned BLIS kernel gives the same bits for any thread count
-/// (bench/gemm_select), so this is a speed choice only; it is in the fingerprint.
+/// (bench/gemm_select), and so does the element-wise split, so this is a speed
+/// choice only; it is in the fingerprint.
 Result<int> GemmThreads(const Plan& plan) {
   if (std::getenv("DMLP_CPU_THREADS") != nullptr) {
     DMLP_ASSIGN_OR_RETURN(int64_t threads,
