@@ -134,7 +134,8 @@ def main():
                 shutil.rmtree(scratch / f"round-{round_index}", ignore_errors=True)
                 profiles.append(dmlp)
                 floors.append(floor(build, processes))
-                roofs.append(peak(build))
+                if not args.no_reference:  # the roof is only compared with the reference
+                    roofs.append(peak(build))
                 dmlp_rates.append(args.steps / dmlp["train_loop"])
                 if ref:
                     ref_rates.append(ref["steps_per_s"])

@@ -3,6 +3,8 @@
 #include <climits>
 #include <cmath>
 
+#include "trainer/cpu_clones.h"
+
 namespace dmlp {
 namespace {
 
@@ -34,13 +36,10 @@ AdamScalars MakeAdamScalars(int32_t next_count, double learning_rate) {
   return s;
 }
 
-// One loop, compiled for AVX-512, AVX2 and baseline x86-64 and picked at load
-// time: every operation in AdamElement is a single IEEE-rounded add, multiply,
-// divide or square root (no contraction: -ffp-contract=off), so the vector
-// width cannot change a bit — only the speed (about 2x on AVX2 machines).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+// One loop, compiled per ISA (trainer/cpu_clones.h): every operation in
+// AdamElement is a single IEEE-rounded add, multiply, divide or square root,
+// so the vector width cannot change a bit — only the speed (about 2x on AVX2).
+DMLP_CPU_CLONES
 void AdamUpdate(const AdamScalars& scalars, const float* grad, float* params, float* mu, float* nu,
                 size_t count) {
   for (size_t i = 0; i < count; ++i) AdamElement(scalars, grad[i], &params[i], &mu[i], &nu[i]);

@@ -5,26 +5,21 @@
 #include <cmath>
 #include <utility>
 
+#include "trainer/cpu_clones.h"
 #include "trainer/gemm_cpu.h"
 
 namespace dmlp {
 namespace {
 
 // The element-wise passes below are written as plain array loops so that -O3
-// vectorizes them (trainer/math.cmake), and each is compiled for AVX-512, AVX2
-// and baseline x86-64, picked at load time. Every operation is one IEEE-rounded
-// add, a compare or a select, and contraction is off (-ffp-contract=off), so
-// the vector width changes only the speed, never a bit. Sums stay in sample
-// order: the vector lanes run across columns, never along a sum.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define DMLP_ELEMENTWISE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DMLP_ELEMENTWISE_CLONES
-#endif
+// vectorizes them (trainer/math.cmake), each compiled per ISA
+// (trainer/cpu_clones.h). Every operation is one IEEE-rounded add, a compare
+// or a select, so the vector width changes only the speed, never a bit. Sums
+// stay in sample order: the vector lanes run across columns, never along a sum.
 
 // y[i][j] = relu(y[i][j] + bias[j]), where relu is jax.nn.relu = maximum(x, 0):
 // NaN passes through (so a diverging run shows a non-finite loss), -0 becomes +0.
-DMLP_ELEMENTWISE_CLONES
+DMLP_CPU_CLONES
 void AddBiasRelu(float* y, const float* bias, int rows, int cols) {
   for (int i = 0; i < rows; ++i) {
     float* row = y + static_cast<size_t>(i) * cols;
@@ -36,7 +31,7 @@ void AddBiasRelu(float* y, const float* bias, int rows, int cols) {
 }
 
 // y[i][j] += bias[j] (the output layer: no activation).
-DMLP_ELEMENTWISE_CLONES
+DMLP_CPU_CLONES
 void AddBias(float* y, const float* bias, int rows, int cols) {
   for (int i = 0; i < rows; ++i) {
     float* row = y + static_cast<size_t>(i) * cols;
@@ -45,7 +40,7 @@ void AddBias(float* y, const float* bias, int rows, int cols) {
 }
 
 // sums[j] = ((d[0][j] + d[1][j]) + d[2][j]) + ...: column sums in row order.
-DMLP_ELEMENTWISE_CLONES
+DMLP_CPU_CLONES
 void SumColumnsInRowOrder(const float* d, int rows, int cols, float* sums) {
   for (int j = 0; j < cols; ++j) sums[j] = 0.0f;
   for (int i = 0; i < rows; ++i) {
@@ -56,7 +51,7 @@ void SumColumnsInRowOrder(const float* d, int rows, int cols, float* sums) {
 
 // delta[e] = 0 where the ReLU's output was not positive (jax.nn.relu's
 // derivative is 0 at 0 and below, and for a NaN output).
-DMLP_ELEMENTWISE_CLONES
+DMLP_CPU_CLONES
 void MaskByPositive(float* delta, const float* relu_output, size_t count) {
   for (size_t e = 0; e < count; ++e) delta[e] = relu_output[e] > 0.0f ? delta[e] : 0.0f;
 }

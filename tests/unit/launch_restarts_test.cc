@@ -21,16 +21,10 @@
 namespace dmlp {
 namespace {
 
+// A rank torn down by the launcher got SIGTERM.
 RankReport Rank(int rank, RankEnding ending, ExitStatus status, double end_seconds) {
-  RankReport report;
-  report.rank = rank;
-  report.local_rank = rank;
-  report.pid = 100 + rank;
-  report.ending = ending;
-  report.status = status;
-  report.end_seconds = end_seconds;
-  if (ending == RankEnding::kAfterStopSignal) report.stop_signal = SIGTERM;
-  return report;
+  return testing::RankReportOf(rank, ending, status, end_seconds,
+                               ending == RankEnding::kAfterStopSignal ? SIGTERM : 0);
 }
 
 // Two ranks; rank 1 failed with `code` (or signal), rank 0 was torn down.

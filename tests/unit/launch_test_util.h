@@ -1,4 +1,4 @@
-// defines: testing::CapturingConsole
+// defines: testing::CapturingConsole, testing::RankReportOf
 //
 // Test helpers shared by the launcher's in-process tests.
 #pragma once
@@ -9,8 +9,23 @@
 #include <vector>
 
 #include "launch/console.h"
+#include "launch/run_summary.h"
 
 namespace dmlp::testing {
+
+/// One rank's ending as the supervisor reports it (pid 100 + rank).
+inline RankReport RankReportOf(int rank, RankEnding ending, ExitStatus status, double end_seconds,
+                               int stop_signal = 0) {
+  RankReport report;
+  report.rank = rank;
+  report.local_rank = rank;
+  report.pid = 100 + rank;
+  report.ending = ending;
+  report.status = status;
+  report.end_seconds = end_seconds;
+  report.stop_signal = stop_signal;
+  return report;
+}
 
 /// A Console that keeps what the supervisor printed, for assertions.
 class CapturingConsole : public Console {

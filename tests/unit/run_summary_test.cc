@@ -3,28 +3,19 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "tests/unit/launch_test_util.h"
+
 namespace dmlp {
 namespace {
 
-RankReport Rank(int rank, RankEnding ending, ExitStatus status, double end_seconds,
-                int stop_signal = 0) {
-  RankReport report;
-  report.rank = rank;
-  report.local_rank = rank;
-  report.pid = 100 + rank;
-  report.ending = ending;
-  report.status = status;
-  report.end_seconds = end_seconds;
-  report.stop_signal = stop_signal;
-  return report;
-}
+using testing::RankReportOf;
 
 TEST(RunSummary, AllSucceeded) {
   JobReport report;
   report.world_size = 2;
   report.elapsed_seconds = 1.234;
-  report.ranks = {Rank(0, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.2),
-                  Rank(1, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.1)};
+  report.ranks = {RankReportOf(0, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.2),
+                  RankReportOf(1, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 1.1)};
   EXPECT_EQ(report.ExitCode(), 0);
   EXPECT_EQ(SummaryLines(report),
             std::vector<std::string>{"all 2 ranks exited with code 0 in 1.234 s"});
@@ -37,10 +28,10 @@ TEST(RunSummary, FirstFailureAndHowTheOthersEnded) {
   report.world_size = 4;
   report.grace_seconds = 30;
   report.ranks = {
-      Rank(0, RankEnding::kAfterStopSignal, ExitStatus::Signaled(SIGTERM), 0.61, SIGTERM),
-      Rank(1, RankEnding::kOnItsOwn, ExitStatus::Exited(3), 0.5),
-      Rank(2, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 0.25),
-      Rank(3, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 30.6, SIGTERM)};
+      RankReportOf(0, RankEnding::kAfterStopSignal, ExitStatus::Signaled(SIGTERM), 0.61, SIGTERM),
+      RankReportOf(1, RankEnding::kOnItsOwn, ExitStatus::Exited(3), 0.5),
+      RankReportOf(2, RankEnding::kOnItsOwn, ExitStatus::Exited(0), 0.25),
+      RankReportOf(3, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 30.6, SIGTERM)};
   EXPECT_EQ(report.ExitCode(), 3);
   EXPECT_EQ(SummaryLines(report),
             (std::vector<std::string>{
@@ -57,7 +48,7 @@ TEST(RunSummary, SignalledRankGives128PlusSignal) {
   report.cause = JobCause::kRankFailed;
   report.failed_index = 0;
   report.world_size = 1;
-  report.ranks = {Rank(0, RankEnding::kOnItsOwn, ExitStatus::Signaled(SIGSEGV, true), 2)};
+  report.ranks = {RankReportOf(0, RankEnding::kOnItsOwn, ExitStatus::Signaled(SIGSEGV, true), 2)};
   EXPECT_EQ(report.ExitCode(), 139);
   EXPECT_EQ(SummaryLines(report).front(),
             "rank 0 failed first: killed by signal SIGSEGV (core dumped) at 2 s (pid 100)");
@@ -70,9 +61,9 @@ TEST(RunSummary, LauncherSignalSecondSignalAndStuckRank) {
   report.signal_sender = 77;
   report.killed_at_once = true;
   report.world_size = 4;  // two per node
-  RankReport stuck = Rank(3, RankEnding::kNotReaped, ExitStatus(), 0, SIGINT);
+  RankReport stuck = RankReportOf(3, RankEnding::kNotReaped, ExitStatus(), 0, SIGINT);
   stuck.stuck_state = 'D';
-  report.ranks = {Rank(2, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 4, SIGINT), stuck};
+  report.ranks = {RankReportOf(2, RankEnding::kAfterKill, ExitStatus::Signaled(SIGKILL), 4, SIGINT), stuck};
   report.notes = {"pid 103 ... is still alive"};
   EXPECT_EQ(report.ExitCode(), 130);
   EXPECT_EQ(SummaryLines(report),
@@ -91,8 +82,8 @@ TEST(RunSummary, GraceZeroAndExitAfterKill) {
   report.failed_index = 0;
   report.world_size = 2;
   report.grace_seconds = 0;
-  report.ranks = {Rank(0, RankEnding::kOnItsOwn, ExitStatus::Exited(1), 1),
-                  Rank(1, RankEnding::kAfterKill, ExitStatus::Exited(0), 1.01)};
+  report.ranks = {RankReportOf(0, RankEnding::kOnItsOwn, ExitStatus::Exited(1), 1),
+                  RankReportOf(1, RankEnding::kAfterKill, ExitStatus::Exited(0), 1.01)};
   EXPECT_EQ(SummaryLines(report)[1],
             "  rank 1 (pid 101): exited with code 0 after SIGKILL was sent at once (--grace 0) at "
             "1.01 s");

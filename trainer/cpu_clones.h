@@ -1,0 +1,15 @@
+// defines: DMLP_CPU_CLONES
+//
+// Marks a host loop to be compiled for AVX-512, AVX2 and baseline x86-64, the
+// variant picked at load time (GCC's target_clones). Only for loops whose every
+// operation is one IEEE-rounded add, multiply, divide, square root, compare or
+// select, with contraction off (-ffp-contract=off): then the vector width
+// changes the speed, never a bit. Empty where GCC's ifunc dispatch is not
+// available or not wanted (clang, other CPUs, AddressSanitizer builds).
+#pragma once
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define DMLP_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DMLP_CPU_CLONES
+#endif
