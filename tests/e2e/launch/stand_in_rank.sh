@@ -62,10 +62,16 @@ if [ "$rank" = "${STAND_IN_FAIL_RANK:-none}" ]; then
   fail=yes
   if [ "${STAND_IN_FAIL_ONCE:-0}" = 1 ] && [ -e "$dir/failed-once" ]; then fail=no; fi
 fi
-# How many ranks have written their pid file (a glob, not ls | grep).
+# How many ranks of this attempt have written their pid file: files left by an
+# earlier attempt name processes the launcher already reaped, so only live pids
+# count (counting every file let a restarted rank fail before its peers had
+# even started, and a test then missed them).
 pid_files() {
-  set -- "$dir"/rank-*.pid
-  if [ -e "$1" ]; then echo $#; else echo 0; fi
+  live=0
+  for file in "$dir"/rank-*.pid; do
+    if [ -e "$file" ] && kill -0 "$(cat "$file" 2>/dev/null)" 2>/dev/null; then live=$((live + 1)); fi
+  done
+  echo $live
 }
 if [ $fail = yes ]; then
   waited=0
