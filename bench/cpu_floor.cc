@@ -17,8 +17,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "trainer/gemm_cpu.h"
-#include "trainer/mlp_cpu.h"
+#include "trainer/cpu/gemm_cpu.h"
+#include "trainer/cpu/mlp_cpu.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-# gemm_select: the measurement behind the CPU GEMM choice (trainer/gemm_cpu.cc).
+# gemm_select: the measurement behind the CPU GEMM choice (trainer/cpu/gemm_cpu.cc).
 # It dlopens every candidate by its exact file (never the Debian alternatives
 # symlinks), so it only needs the libraries present, not linked.
 set(_dmlp_multiarch /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})

@@ -1,6 +1,6 @@
 // gemm_select: measures the CPU BLAS candidates for the CPU platform's SGEMM
 // (speed on the MLP's shapes and bit-stability) and prints the figures the
-// choice in trainer/gemm_cpu.cc rests on.
+// choice in trainer/cpu/gemm_cpu.cc rests on.
 //
 //   gemm_select [--rounds N] [--threads 1,2] [--only openblas/SkylakeX,blis/skx,...]
 //

@@ -19,7 +19,7 @@ namespace dmlp::bench {
 namespace {
 
 // The Fortran BLAS entry (32-bit integers in both Debian builds), called the
-// way trainer/gemm_cpu.cc calls it, so the figures are those of the shipped path.
+// way trainer/cpu/gemm_cpu.cc calls it, so the figures are those of the shipped path.
 using FortranSgemm = void (*)(const char*, const char*, const int*, const int*, const int*,
                               const float*, const float*, const int*, const float*, const int*,
                               const float*, float*, const int*);

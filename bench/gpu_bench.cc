@@ -27,10 +27,10 @@
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/device_buffer.h"
 #include "trainer/cuda/gemm_cublas.h"
-#include "trainer/digest_pipeline.h"
+#include "trainer/output/digest_pipeline.h"
 #include "trainer/init.h"
 #include "trainer/plan.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {

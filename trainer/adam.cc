@@ -3,7 +3,7 @@
 #include <climits>
 #include <cmath>
 
-#include "trainer/cpu_clones.h"
+#include "trainer/cpu/cpu_clones.h"
 
 namespace dmlp {
 namespace {
@@ -36,7 +36,7 @@ AdamScalars MakeAdamScalars(int32_t next_count, double learning_rate) {
   return s;
 }
 
-// One loop, compiled per ISA (trainer/cpu_clones.h): every operation in
+// One loop, compiled per ISA (trainer/cpu/cpu_clones.h): every operation in
 // AdamElement is a single IEEE-rounded add, multiply, divide or square root,
 // so the vector width cannot change a bit — only the speed (about 2x on AVX2).
 DMLP_CPU_CLONES

@@ -1,7 +1,7 @@
-# The CUDA platform (trainer/backend_cuda.cu, trainer/cuda/): `dmlp_backend_cuda`.
+# The CUDA platform (trainer/cuda/): `dmlp_backend_cuda`.
 # Included from trainer/CMakeLists.txt after math.cmake and rendezvous.cmake.
 # Without CUDA (DMLP_HAVE_CUDA OFF) the library of the same name holds only
-# trainer/backend_cuda_stub.cc, so PLATFORM=cuda is a clear PLATFORM_UNAVAILABLE.
+# trainer/cuda/backend_cuda_stub.cc, so PLATFORM=cuda is a clear PLATFORM_UNAVAILABLE.
 
 # The top-level add_compile_options apply to C/C++ sources only; CUDA sources
 # get their nvcc equivalents here:
@@ -44,7 +44,7 @@ if(DMLP_HAVE_CUDA)
 
   set(_dmlp_cuda_dir ${CMAKE_CURRENT_LIST_DIR}/cuda)
   add_library(dmlp_backend_cuda STATIC
-    ${CMAKE_CURRENT_LIST_DIR}/backend_cuda.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda/backend_cuda.cc
     ${_dmlp_cuda_dir}/adam_update.cu
     ${_dmlp_cuda_dir}/bias_grad.cu
     ${_dmlp_cuda_dir}/bias_relu.cu
@@ -70,7 +70,7 @@ if(DMLP_HAVE_CUDA)
     dmlp_common dmlp_trainer_math dmlp_rendezvous
     CUDA::cudart CUDA::cublas ${DMLP_NCCL_LIBRARY})
 else()
-  add_library(dmlp_backend_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/backend_cuda_stub.cc)
+  add_library(dmlp_backend_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/cuda/backend_cuda_stub.cc)
   target_include_directories(dmlp_backend_cuda PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(dmlp_backend_cuda PUBLIC dmlp_common)
 endif()

@@ -1,4 +1,4 @@
-# dmlp_gemm_cpu: the CPU platform's SGEMM (trainer/gemm_cpu.h), BLIS 0.9 OpenMP
+# dmlp_gemm_cpu: the CPU platform's SGEMM (trainer/cpu/gemm_cpu.h), BLIS 0.9 OpenMP
 # build, chosen by measurement (bench/gemm_select). gemm_cpu.cc dlopens
 # the exact file found here rather than linking it: a link would record only
 # the soname libblis.so.4, which the loader resolves through Debian's
@@ -14,6 +14,6 @@ endif()
 file(REAL_PATH "${DMLP_BLIS_LIBRARY}" DMLP_BLIS_SO)
 message(STATUS "dmlp: CPU GEMM loads ${DMLP_BLIS_SO}")
 
-add_library(dmlp_gemm_cpu STATIC ${CMAKE_CURRENT_LIST_DIR}/gemm_cpu.cc)
+add_library(dmlp_gemm_cpu STATIC ${CMAKE_CURRENT_LIST_DIR}/cpu/gemm_cpu.cc)
 target_compile_definitions(dmlp_gemm_cpu PRIVATE DMLP_BLIS_SO="${DMLP_BLIS_SO}")
 target_link_libraries(dmlp_gemm_cpu PUBLIC dmlp_common PRIVATE ${CMAKE_DL_LIBS})

@@ -8,11 +8,11 @@ add_library(dmlp_trainer_math STATIC
 target_link_libraries(dmlp_trainer_math PUBLIC dmlp_common)
 
 add_library(dmlp_mlp_cpu STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/cpu_parallel.cc
-  ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/cpu_parallel.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
 )
 target_link_libraries(dmlp_mlp_cpu PUBLIC dmlp_common dmlp_gemm_cpu)
-# OpenMP runs the element-wise work on the GEMM's threads (trainer/cpu_parallel.h);
+# OpenMP runs the element-wise work on the GEMM's threads (trainer/cpu/cpu_parallel.h);
 # it is libgomp, the runtime BLIS already loads. Without it (e.g. clang without
 # libomp, as in the fuzz build) that work runs on one thread: same bits.
 find_package(OpenMP COMPONENTS CXX)
@@ -26,6 +26,6 @@ endif()
 # no fast-math, and -ffp-contract=off still applies (top-level CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/data.cc ${CMAKE_CURRENT_LIST_DIR}/init.cc
-                              ${CMAKE_CURRENT_LIST_DIR}/adam.cc ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/adam.cc ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
                               PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno")
 endif()

@@ -15,18 +15,18 @@ endif()
 message(STATUS "dmlp: Gloo ${DMLP_GLOO_LIBRARY}")
 
 add_library(dmlp_rendezvous STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/peer_wait.cc
-  ${CMAKE_CURRENT_LIST_DIR}/plan_difference.cc
-  ${CMAKE_CURRENT_LIST_DIR}/rendezvous.cc
-  ${CMAKE_CURRENT_LIST_DIR}/rendezvous_server.cc
-  ${CMAKE_CURRENT_LIST_DIR}/rendezvous_wire.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/peer_wait.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/plan_difference.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_wire.cc
 )
 target_include_directories(dmlp_rendezvous PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(dmlp_rendezvous PUBLIC dmlp_common Threads::Threads)
 
 add_library(dmlp_collectives_gloo STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/collectives_gloo.cc
-  ${CMAKE_CURRENT_LIST_DIR}/gloo_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_gloo.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/gloo_store.cc
 )
 # SYSTEM: Gloo's headers are not warning-clean under -Wall -Wextra -Werror.
 target_include_directories(dmlp_collectives_gloo SYSTEM PUBLIC ${DMLP_GLOO_INCLUDE_DIR})

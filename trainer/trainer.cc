@@ -13,13 +13,13 @@
 #include "common/env.h"
 #include "common/float_repr.h"
 #include "trainer/backend.h"
-#include "trainer/checkpoint.h"
-#include "trainer/digest_pipeline.h"
+#include "trainer/output/checkpoint.h"
+#include "trainer/output/digest_pipeline.h"
 #include "trainer/init.h"
-#include "trainer/progress.h"
-#include "trainer/rendezvous.h"
-#include "trainer/replay.h"
-#include "trainer/run_output.h"
+#include "trainer/output/progress.h"
+#include "trainer/rendezvous/rendezvous.h"
+#include "trainer/output/replay.h"
+#include "trainer/output/run_output.h"
 
 extern char** environ;
 

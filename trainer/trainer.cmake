@@ -1,14 +1,14 @@
 # The shared trainer (plan, outputs, digest pipeline, training loop), the CPU
 # backend, and the dmlp-train executable. Included last from trainer/CMakeLists.txt.
 add_library(dmlp_trainer_core STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/backend_cpu.cc
-  ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cc
-  ${CMAKE_CURRENT_LIST_DIR}/digest_pipeline.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
-  ${CMAKE_CURRENT_LIST_DIR}/progress.cc
-  ${CMAKE_CURRENT_LIST_DIR}/replay.cc
-  ${CMAKE_CURRENT_LIST_DIR}/run_output.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/progress.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/replay.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/run_output.cc
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cc
 )
 target_link_libraries(dmlp_trainer_core PUBLIC

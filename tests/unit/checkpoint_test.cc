@@ -1,4 +1,4 @@
-#include "trainer/checkpoint.h"
+#include "trainer/output/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "common/file_util.h"
 #include "common/state_digest.h"
-#include "trainer/replay.h"
+#include "trainer/output/replay.h"
 
 namespace dmlp {
 namespace {

@@ -1,6 +1,6 @@
 // Gloo collectives with 3 ranks as threads on 127.0.0.1, connected through
 // our coordinator (GlooStore).
-#include "trainer/collectives_gloo.h"
+#include "trainer/cpu/collectives_gloo.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trainer/cpu_parallel.h"
+#include "trainer/cpu/cpu_parallel.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include "trainer/backend.h"
 #include "trainer/init.h"
 #include "trainer/plan.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {

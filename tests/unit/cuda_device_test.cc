@@ -12,7 +12,7 @@
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/device_select.h"
 #include "trainer/plan.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {

@@ -120,7 +120,7 @@ TEST(CudaSoftmaxXent, MatchesCpuReferenceAndRepeatsBits) {
     const std::vector<float> logits = RandomFloats(rows * classes, 5, 3.0f);
     std::vector<int32_t> labels(rows);
     for (int64_t i = 0; i < rows; ++i) labels[i] = static_cast<int32_t>((i * 7919) % classes);
-    // The CPU platform's formulas (trainer/mlp_cpu.cc), in double.
+    // The CPU platform's formulas (trainer/cpu/mlp_cpu.cc), in double.
     std::vector<double> expected_d(rows * classes), expected_loss(rows);
     for (int64_t i = 0; i < rows; ++i) {
       const float* z = &logits[i * classes];

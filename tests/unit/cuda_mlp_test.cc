@@ -10,9 +10,9 @@
 #include "trainer/cuda/gemm_cublas.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/data.h"
-#include "trainer/gemm_cpu.h"
+#include "trainer/cpu/gemm_cpu.h"
 #include "trainer/init.h"
-#include "trainer/mlp_cpu.h"
+#include "trainer/cpu/mlp_cpu.h"
 
 namespace dmlp {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "rendezvous_test_util.h"
 #include "trainer/backend.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {

@@ -1,7 +1,7 @@
 // The CPU GEMM: row-major results against a float64 reference for every
 // transpose pair, repeatability, and the promise the thread policy rests on:
 // the same bits for every thread count.
-#include "trainer/gemm_cpu.h"
+#include "trainer/cpu/gemm_cpu.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The CPU MLP's loss and gradient against a float64 re-implementation: its
 // central finite differences and its analytic gradient; determinism; shard
 // additivity; jax.nn.relu's zero derivative at 0.
-#include "trainer/mlp_cpu.h"
+#include "trainer/cpu/mlp_cpu.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "trainer/gemm_cpu.h"
+#include "trainer/cpu/gemm_cpu.h"
 
 namespace dmlp {
 namespace {

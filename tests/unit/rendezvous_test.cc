@@ -1,7 +1,7 @@
 // Rendezvous: the freeze-tolerant wait, the frame format, and the coordinator
 // with 3 ranks as threads (or forked processes where a rank must really die or
 // really be stopped) on 127.0.0.1.
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "tests/unit/rendezvous_test_util.h"
-#include "trainer/peer_wait.h"
-#include "trainer/rendezvous_server.h"
-#include "trainer/rendezvous_wire.h"
+#include "trainer/rendezvous/peer_wait.h"
+#include "trainer/rendezvous/rendezvous_server.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
 namespace {

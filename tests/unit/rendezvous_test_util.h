@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp::testing {
 

@@ -1,7 +1,7 @@
 // defines: BiasReluForward, ReluBackward
 //
 // The element-wise parts of a Dense layer around its GEMM, in flax's order
-// (the dot product, then + bias, then ReLU): bit-equal to trainer/mlp_cpu.cc
+// (the dot product, then + bias, then ReLU): bit-equal to trainer/cpu/mlp_cpu.cc
 // for the same GEMM output.
 #pragma once
 

@@ -1,8 +1,8 @@
 // defines: CublasGemm, kCublasWorkspaceBytes
 //
 // The CUDA platform's only GEMM entry point, with the CPU platform's row-major
-// signature (trainer/gemm_cpu.h) so trainer/cuda/mlp_cuda.cc reads like
-// trainer/mlp_cpu.cc. One handle bound to one stream, a fixed user-owned
+// signature (trainer/cpu/gemm_cpu.h) so trainer/cuda/mlp_cuda.cc reads like
+// trainer/cpu/mlp_cpu.cc. One handle bound to one stream, a fixed user-owned
 // workspace, atomics not allowed and an explicit compute type: cuBLAS then
 // gives the same bits for the same call on GPUs of the same model and SM
 // count with the same library version (cuBLAS documentation, "Results

@@ -1,7 +1,7 @@
 // defines: CudaMlp
 //
 // Forward and backward of the MLP for one data shard on the GPU, step for step
-// the algorithm of trainer/mlp_cpu.cc (CpuMlp): the GEMMs through cuBLAS
+// the algorithm of trainer/cpu/mlp_cpu.cc (CpuMlp): the GEMMs through cuBLAS
 // (gemm_cublas.h), everything else through this platform's kernels, all on one
 // stream. Parameters and gradients in the canonical layout (kernel [in][out]
 // row-major, bias [out]). Same inputs, same GPU model and libraries: same bits.

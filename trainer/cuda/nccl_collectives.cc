@@ -6,8 +6,8 @@
 
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/stream_wait.h"
-#include "trainer/peer_wait.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/peer_wait.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp::cuda {
 namespace {

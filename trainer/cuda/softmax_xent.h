@@ -2,7 +2,7 @@
 //
 // Softmax cross-entropy with integer labels, forward and backward in one pass,
 // as optax.softmax_cross_entropy_with_integer_labels followed by the mean's
-// 1/BATCH (trainer/mlp_cpu.cc does the same on the CPU; the CUDA platform uses
+// 1/BATCH (trainer/cpu/mlp_cpu.cc does the same on the CPU; the CUDA platform uses
 // CUDA's expf/logf, glibc's differ by an ulp or two, so losses are close to
 // the CPU platform's, not bit-equal).
 #pragma once

@@ -87,7 +87,7 @@ class Determinism(JobTestCase):
 
     def test_threads_per_rank_do_not_change_a_bit(self):
         # Big enough that the GEMMs, data generation, fold and Adam really split
-        # across threads (trainer/cpu_parallel.h: 25,477 parameters, 8 samples a shard).
+        # across threads (trainer/cpu/cpu_parallel.h: 25,477 parameters, 8 samples a shard).
         larger = {"FEATURES": "64", "WIDTH": "128", "LAYERS": "2", "BATCH": "32", "STEPS": "2"}
         runs = {}
         for processes, threads in ((1, 1), (1, 2), (1, 3), (2, 2)):

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "trainer/peer_wait.h"
+#include "trainer/rendezvous/peer_wait.h"
 
 namespace dmlp {
 

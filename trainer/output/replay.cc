@@ -1,4 +1,4 @@
-#include "trainer/replay.h"
+#include "trainer/output/replay.h"
 
 #include <cstdio>
 #include <filesystem>

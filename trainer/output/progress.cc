@@ -1,4 +1,4 @@
-#include "trainer/progress.h"
+#include "trainer/output/progress.h"
 
 #include <unistd.h>
 

@@ -32,7 +32,7 @@
 #include "trainer/data.h"
 #include "trainer/device_macros.h"
 #include "trainer/ordered_reduce.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 extern char** environ;
 

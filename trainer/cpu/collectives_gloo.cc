@@ -1,4 +1,4 @@
-#include "trainer/collectives_gloo.h"
+#include "trainer/cpu/collectives_gloo.h"
 
 #include <signal.h>
 
@@ -15,7 +15,7 @@
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "trainer/gloo_store.h"
+#include "trainer/cpu/gloo_store.h"
 
 namespace dmlp {
 namespace {

@@ -1,4 +1,4 @@
-#include "trainer/digest_pipeline.h"
+#include "trainer/output/digest_pipeline.h"
 
 #include <chrono>
 

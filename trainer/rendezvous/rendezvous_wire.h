@@ -26,7 +26,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "trainer/peer_wait.h"
+#include "trainer/rendezvous/peer_wait.h"
 
 namespace dmlp {
 

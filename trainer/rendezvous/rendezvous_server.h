@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "trainer/plan_difference.h"
-#include "trainer/peer_wait.h"
-#include "trainer/rendezvous_wire.h"
+#include "trainer/rendezvous/plan_difference.h"
+#include "trainer/rendezvous/peer_wait.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
 

@@ -19,7 +19,7 @@
 #include <gloo/rendezvous/store.h>
 
 #include "common/status.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 

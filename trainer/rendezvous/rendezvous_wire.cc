@@ -1,4 +1,4 @@
-#include "trainer/rendezvous_wire.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
 
 #include <poll.h>
 #include <sys/socket.h>

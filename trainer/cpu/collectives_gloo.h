@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 #include "trainer/collectives.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace gloo {
 class Context;

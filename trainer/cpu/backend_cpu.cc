@@ -12,13 +12,13 @@
 #include "common/env.h"
 #include "trainer/adam.h"
 #include "trainer/backend.h"
-#include "trainer/collectives_gloo.h"
-#include "trainer/cpu_parallel.h"
+#include "trainer/cpu/collectives_gloo.h"
+#include "trainer/cpu/cpu_parallel.h"
 #include "trainer/data.h"
-#include "trainer/gemm_cpu.h"
-#include "trainer/mlp_cpu.h"
+#include "trainer/cpu/gemm_cpu.h"
+#include "trainer/cpu/mlp_cpu.h"
 #include "trainer/ordered_reduce.h"
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {
@@ -204,7 +204,7 @@ class CpuBackend final : public Backend {
 };
 
 /// Threads of one rank (the GEMMs, and the element-wise data, fold and Adam
-/// through trainer/cpu_parallel.h): DMLP_CPU_THREADS, else this process's CPUs
+/// through trainer/cpu/cpu_parallel.h): DMLP_CPU_THREADS, else this process's CPUs
 /// shared evenly by the job's ranks (all assumed on this host), at least one.
 /// Measured with bench/train_bench on 2 cores, 1 rank: 2 threads 1.54 steps/s,
 /// 1 thread 1.25 (the digest thread shares a core either way; under heavy

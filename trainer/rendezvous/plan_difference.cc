@@ -1,4 +1,4 @@
-#include "trainer/plan_difference.h"
+#include "trainer/rendezvous/plan_difference.h"
 
 #include <optional>
 #include <utility>

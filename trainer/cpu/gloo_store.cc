@@ -1,4 +1,4 @@
-#include "trainer/gloo_store.h"
+#include "trainer/cpu/gloo_store.h"
 
 #include <gloo/common/error.h>
 

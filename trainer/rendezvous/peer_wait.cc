@@ -1,4 +1,4 @@
-#include "trainer/peer_wait.h"
+#include "trainer/rendezvous/peer_wait.h"
 
 #include <poll.h>
 

@@ -1,4 +1,4 @@
-#include "trainer/run_output.h"
+#include "trainer/output/run_output.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "trainer/rendezvous_server.h"
+#include "trainer/rendezvous/rendezvous_server.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-#include "trainer/rendezvous.h"
+#include "trainer/rendezvous/rendezvous.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "trainer/rendezvous_server.h"
-#include "trainer/rendezvous_wire.h"
+#include "trainer/rendezvous/rendezvous_server.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
 namespace {

@@ -11,7 +11,7 @@
 // symlink (the pthread or serial BLIS build, or another version, could answer);
 // dlopen by absolute path loads exactly the file CMake found, and RTLD_LOCAL
 // keeps its BLAS symbols from interposing on anything else in the process.
-#include "trainer/gemm_cpu.h"
+#include "trainer/cpu/gemm_cpu.h"
 
 #include <dlfcn.h>
 #include <sched.h>

@@ -2,7 +2,7 @@
 //
 // Forward and backward of the MLP for one data shard on the CPU platform:
 // LAYERS x (Dense(WIDTH) + ReLU), then Dense(CLASSES), softmax cross-entropy.
-// Every GEMM goes through trainer/gemm_cpu.h's Sgemm (pinned kernel and thread
+// Every GEMM goes through trainer/cpu/gemm_cpu.h's Sgemm (pinned kernel and thread
 // count: same call, same bits); every other sum here runs in a fixed order in
 // this file's loops, so the same inputs always give the same bits.
 // Parameters and gradients are in the canonical layout (common/state_layout.h):

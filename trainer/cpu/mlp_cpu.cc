@@ -1,19 +1,19 @@
-#include "trainer/mlp_cpu.h"
+#include "trainer/cpu/mlp_cpu.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <utility>
 
-#include "trainer/cpu_clones.h"
-#include "trainer/gemm_cpu.h"
+#include "trainer/cpu/cpu_clones.h"
+#include "trainer/cpu/gemm_cpu.h"
 
 namespace dmlp {
 namespace {
 
 // The element-wise passes below are written as plain array loops so that -O3
 // vectorizes them (trainer/math.cmake), each compiled per ISA
-// (trainer/cpu_clones.h). Every operation is one IEEE-rounded add, a compare
+// (trainer/cpu/cpu_clones.h). Every operation is one IEEE-rounded add, a compare
 // or a select, so the vector width changes only the speed, never a bit. Sums
 // stay in sample order: the vector lanes run across columns, never along a sum.
 

@@ -1,4 +1,4 @@
-#include "trainer/checkpoint.h"
+#include "trainer/output/checkpoint.h"
 
 #include <unistd.h>
 
