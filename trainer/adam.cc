@@ -3,8 +3,6 @@
 #include <climits>
 #include <cmath>
 
-#include "trainer/cpu/cpu_clones.h"
-
 namespace dmlp {
 namespace {
 
@@ -34,15 +32,6 @@ AdamScalars MakeAdamScalars(int32_t next_count, double learning_rate) {
   s.eps = static_cast<float>(kEps);
   s.negative_learning_rate = static_cast<float>(-learning_rate);
   return s;
-}
-
-// One loop, compiled per ISA (trainer/cpu/cpu_clones.h): every operation in
-// AdamElement is a single IEEE-rounded add, multiply, divide or square root,
-// so the vector width cannot change a bit — only the speed (about 2x on AVX2).
-DMLP_CPU_CLONES
-void AdamUpdate(const AdamScalars& scalars, const float* grad, float* params, float* mu, float* nu,
-                size_t count) {
-  for (size_t i = 0; i < count; ++i) AdamElement(scalars, grad[i], &params[i], &mu[i], &nu[i]);
 }
 
 }  // namespace dmlp

@@ -1,4 +1,4 @@
-// defines: AdamScalars, AdamNextCount, MakeAdamScalars, AdamElement, AdamUpdate
+// defines: AdamScalars, AdamNextCount, MakeAdamScalars, AdamElement
 //
 // optax.adam(learning_rate) (b1 0.9, b2 0.999, eps 1e-8, eps_root 0), step by
 // step as optax 0.2.x computes it in float32 (optax/_src/transform.py
@@ -32,12 +32,12 @@
 // elements after 12 steps. dmlp promises bits across its own ranks and
 // platforms, not equality with JAX (whose data and init differ anyway).
 //
-// AdamElement is the per-element update for the CPU loop and the CUDA kernel
-// alike: un-fused operations (device_macros.h) in that order, so both give the
-// same bits from the same inputs.
+// AdamElement is the per-element update for the CPU loop (trainer/cpu/adam_cpu.h)
+// and the CUDA kernel (trainer/cuda/adam_update.h) alike: un-fused operations
+// (device_macros.h) in that order, so both give the same bits from the same
+// inputs. The loops over it belong to the platforms; this file depends on none.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
 #include "trainer/device_macros.h"
@@ -75,9 +75,5 @@ DMLP_HOST_DEVICE DMLP_INLINE void AdamElement(const AdamScalars& s, float g, flo
   *mu = mu_next;
   *nu = nu_next;
 }
-
-/// AdamElement over `count` elements (a whole state or one rank's slice of it).
-void AdamUpdate(const AdamScalars& scalars, const float* grad, float* params, float* mu, float* nu,
-                size_t count);
 
 }  // namespace dmlp

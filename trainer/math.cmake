@@ -1,5 +1,6 @@
-# The platform-independent math of one rank (data, init, Adam: no BLAS) and the
-# CPU platform's MLP forward/backward (through dmlp_gemm_cpu, trainer/gemm.cmake).
+# The platform-independent math of one rank (data, init, Adam's element formula:
+# no BLAS, no platform) and the CPU platform's math: the MLP forward/backward
+# (through dmlp_gemm_cpu, trainer/gemm.cmake) and the Adam loop.
 add_library(dmlp_trainer_math STATIC
   ${CMAKE_CURRENT_LIST_DIR}/adam.cc
   ${CMAKE_CURRENT_LIST_DIR}/data.cc
@@ -8,10 +9,11 @@ add_library(dmlp_trainer_math STATIC
 target_link_libraries(dmlp_trainer_math PUBLIC dmlp_common)
 
 add_library(dmlp_mlp_cpu STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/adam_cpu.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/cpu_parallel.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
 )
-target_link_libraries(dmlp_mlp_cpu PUBLIC dmlp_common dmlp_gemm_cpu)
+target_link_libraries(dmlp_mlp_cpu PUBLIC dmlp_common dmlp_trainer_math dmlp_gemm_cpu)
 # OpenMP runs the element-wise work on the GEMM's threads (trainer/cpu/cpu_parallel.h);
 # it is libgomp, the runtime BLIS already loads. Without it (e.g. clang without
 # libomp, as in the fuzz build) that work runs on one thread: same bits.
@@ -26,6 +28,7 @@ endif()
 # no fast-math, and -ffp-contract=off still applies (top-level CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/data.cc ${CMAKE_CURRENT_LIST_DIR}/init.cc
-                              ${CMAKE_CURRENT_LIST_DIR}/adam.cc ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/adam.cc ${CMAKE_CURRENT_LIST_DIR}/cpu/adam_cpu.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
                               PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno")
 endif()

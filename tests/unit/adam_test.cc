@@ -1,7 +1,7 @@
 // Adam as optax.adam: against a float64 evaluation of the formulas over many
 // steps, and exact bits where they can be worked out by hand or were produced
 // by optax itself.
-#include "trainer/adam.h"
+#include "trainer/cpu/adam_cpu.h"
 
 #include <gtest/gtest.h>
 

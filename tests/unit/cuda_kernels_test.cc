@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
-#include "trainer/adam.h"
+#include "trainer/cpu/adam_cpu.h"
 #include "trainer/cuda/adam_update.h"
 #include "trainer/cuda/bias_grad.h"
 #include "trainer/cuda/bias_relu.h"

@@ -1,4 +1,5 @@
-# Data, init and Adam (dmlp_trainer_math) and the CPU MLP (dmlp_mlp_cpu).
+# Data, init and Adam (dmlp_trainer_math; Adam's CPU loop from dmlp_mlp_cpu) and
+# the CPU MLP (dmlp_mlp_cpu).
 add_executable(math_test
   ${CMAKE_CURRENT_LIST_DIR}/adam_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/data_test.cc
@@ -6,7 +7,7 @@ add_executable(math_test
   ${CMAKE_CURRENT_LIST_DIR}/philox_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/sample_math_test.cc
 )
-target_link_libraries(math_test PRIVATE dmlp_trainer_math GTest::gtest_main)
+target_link_libraries(math_test PRIVATE dmlp_trainer_math dmlp_mlp_cpu GTest::gtest_main)
 target_compile_definitions(math_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
 gtest_discover_tests(math_test DISCOVERY_TIMEOUT 60)
 

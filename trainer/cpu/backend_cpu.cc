@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "common/env.h"
-#include "trainer/adam.h"
+#include "trainer/cpu/adam_cpu.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/collectives_gloo.h"
 #include "trainer/cpu/cpu_parallel.h"

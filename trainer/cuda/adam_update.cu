@@ -5,10 +5,10 @@
 namespace dmlp::cuda {
 namespace {
 
-// Bit-equal to AdamUpdate on the host: each element is updated by one thread
-// with AdamElement, whose operations are un-fused IEEE intrinsics on the device
-// (device_macros.h); the bias corrections come from the host as float32
-// scalars, so no powf runs here. No element depends on another.
+// Bit-equal to AdamUpdate on the host (trainer/cpu/adam_cpu.h): each element
+// is updated by one thread with AdamElement, whose operations are un-fused
+// IEEE intrinsics on the device (device_macros.h); the bias corrections come
+// from the host as float32 scalars, so no powf runs here. No element depends on another.
 __global__ void adam_update_kernel(AdamScalars scalars, const float* grad, float* params, float* mu,
                                    float* nu, size_t count, int32_t* count_slot,
                                    int32_t next_count) {
