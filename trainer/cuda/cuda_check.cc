@@ -18,12 +18,16 @@ std::string HostName() {
 }
 
 // __FILE__ is the absolute path CMake passed; users want the path in the tree.
-// DMLP_SOURCE_DIR ends with '/' (trainer/cuda.cmake).
+// DMLP_SOURCE_DIR ends with '/' (trainer/cuda.cmake). A compiler launcher may
+// have made the path relative to the build folder instead (ccache with
+// base_dir passes `../../trainer/...`); build folders sit in the tree, so the
+// leading `../` steps lead back to its root.
 const char* RelativeToSource(const char* file) {
 #ifdef DMLP_SOURCE_DIR
   const std::string_view root(DMLP_SOURCE_DIR);
   if (std::string_view(file).substr(0, root.size()) == root) return file + root.size();
 #endif
+  while (std::string_view(file).substr(0, 3) == "../") file += 3;
   return file;
 }
 
