@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/out_dir.h"
 #include "common/receipt.h"
 #include "common/state_digest.h"
 #include "common/state_layout.h"
@@ -32,9 +33,17 @@ std::string RankFileName(int64_t rank);
 
 class RunOutput {
  public:
-  /// Creates OUT_DIR if needed and this rank's receipt files. Nothing in OUT_DIR
-  /// changes on failure: OUTPUT_ALREADY_COMPLETE (result.json exists),
-  /// OUTPUT_EXISTS (a receipt file exists), IO_ERROR.
+  /// Read-only look before the rendezvous, so that a start bound to be refused
+  /// is refused before it creates anything (OUT_DIR absent is fine):
+  /// OUTPUT_ALREADY_COMPLETE (result.json exists), OUTPUT_EXISTS (this rank's
+  /// receipt file, or rank 0's metrics.jsonl, exists), OUTPUT_NOT_REGULAR (a
+  /// link or other non-file there), IO_ERROR.
+  static Status CheckAbsent(const Plan& plan);
+  /// The same check in an open OUT_DIR.
+  static Status CheckAbsentIn(const Plan& plan, const OutDir& out);
+  /// Creates OUT_DIR if needed and this rank's receipt files (never through a
+  /// link). Nothing in OUT_DIR changes on failure: the codes of CheckAbsent.
+  /// REQUIRES: the job is known to start (rank 0 holds OUT_DIR's lock and said so).
   static Result<RunOutput> Open(const Plan& plan);
   /// RESUME=1: Open, then rewrite the receipts of steps 1..resume_step from
   /// `prior` (an earlier attempt's, replay.h) and keep the later ones: Record()
