@@ -50,7 +50,9 @@ bool StillNamed(int directory_fd, int fd) {
 OutputLock::OutputLock(const OutDir& out, int fd, bool created)
     : directory_fd_(::fcntl(out.fd(), F_DUPFD_CLOEXEC, 0)),
       fd_(fd),
-      remove_on_release_(created) {}
+      remove_on_release_(created) {
+  if (created) cleanup_ = TerminationCleanup(out.fd(), kLockFile, fd, false);
+}
 
 Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
   // A few rounds at most: each retry means the file was removed or replaced
@@ -97,7 +99,8 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
 OutputLock::OutputLock(OutputLock&& other) noexcept
     : directory_fd_(std::exchange(other.directory_fd_, -1)),
       fd_(std::exchange(other.fd_, -1)),
-      remove_on_release_(other.remove_on_release_) {}
+      remove_on_release_(other.remove_on_release_),
+      cleanup_(std::move(other.cleanup_)) {}
 
 OutputLock::~OutputLock() {
   if (fd_ < 0) return;

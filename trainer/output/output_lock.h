@@ -19,6 +19,7 @@
 
 #include "common/out_dir.h"
 #include "common/status.h"
+#include "trainer/output/termination_cleanup.h"
 
 namespace dmlp {
 
@@ -44,6 +45,7 @@ class OutputLock {
   int directory_fd_ = -1;  // a dup of the OutDir's descriptor
   int fd_ = -1;
   bool remove_on_release_ = false;
+  TerminationCleanup cleanup_;  // a SIGTERM removes the file this lock created, too
 };
 
 }  // namespace dmlp

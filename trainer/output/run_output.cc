@@ -97,10 +97,12 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   if (plan.process_id == 0) {
     DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, out.CreateFile(kMetricsFile, "OUTPUT_EXISTS"));
     output.created_.push_back(out.PathOf(kMetricsFile));
+    output.cleanups_.emplace_back(out.fd(), kMetricsFile, output.metrics_fd_, true);
   }
   const std::string rank_name = RankFileName(plan.process_id);
   DMLP_ASSIGN_OR_RETURN(output.rank_fd_, out.CreateFile(rank_name, "OUTPUT_EXISTS"));
   output.created_.push_back(out.PathOf(rank_name));
+  output.cleanups_.emplace_back(out.fd(), rank_name.c_str(), output.rank_fd_, true);
   return output;
 }
 
@@ -130,7 +132,8 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
       last_loss_(std::move(other.last_loss_)),
       last_hash_(std::move(other.last_hash_)),
       prior_(std::move(other.prior_)),
-      created_(std::move(other.created_)) {}
+      created_(std::move(other.created_)),
+      cleanups_(std::move(other.cleanups_)) {}
 
 RunOutput::~RunOutput() {
   CloseFiles();

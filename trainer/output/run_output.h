@@ -21,6 +21,7 @@
 #include "common/state_digest.h"
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
@@ -78,6 +79,8 @@ class RunOutput {
   std::string last_loss_, last_hash_;
   std::vector<Receipt> prior_;  // an earlier attempt's receipts, to replay against
   std::vector<std::string> created_;  // paths of the receipt files Open created
+  // The same files, removed by a SIGTERM that comes before their first line.
+  std::vector<TerminationCleanup> cleanups_;
 };
 
 }  // namespace dmlp

@@ -324,6 +324,26 @@ class RefusedStarts(SafetyTestCase):
         self.assertEqual(launcher.wait(timeout=60), 128 + signal.SIGTERM)
         self.assertIsNone(tree(out), "OUT_DIR was created by a start that never began")
 
+    def test_a_start_torn_down_before_its_first_step_leaves_no_empty_receipts(self):
+        # Rank 1 fails after every rank created its receipt files (its thread
+        # count is read when its backend is built); the launcher then SIGTERMs
+        # rank 0, whose destructors never run: its handler removes its files.
+        stand_in = self.scratch / "rank1-fails.sh"
+        stand_in.write_text('#!/bin/sh\n[ "$PROCESS_ID" = 1 ] && export DMLP_CPU_THREADS=x\n'
+                            'exec "$DMLP_TRAIN"\n')
+        stand_in.chmod(0o755)
+        out = self.scratch / "run"
+        out.mkdir()
+        env = job_env(out, 2, **CHECKPOINTED)
+        env["DMLP_TRAIN"] = str(TRAIN)
+        result = run([LAUNCH, "--grace", "5", stand_in], env)
+        self.assertNotEqual(result.returncode, 0, result.stderr)
+        self.assertIn("error: ENV_INVALID: DMLP_CPU_THREADS", result.stderr)
+        self.assertEqual(tree(out), {})
+        result = launch(out, 2, **CHECKPOINTED)  # the rerun is not OUTPUT_EXISTS
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIdenticalToBaseline(out)
+
     def test_a_second_job_into_a_running_jobs_out_dir_is_refused(self):
         out = self.scratch / "run"
         log = (self.scratch / "first.log").open("w+")
