@@ -64,6 +64,17 @@ def listening(port):
     return False
 
 
+def stopped(pid):
+    """True once every thread of the process is stopped (SIGSTOP is delivered asynchronously)."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                return False
+        except OSError:
+            pass
+    return True
+
+
 def forge_checkpoint(path):
     """Changes one value of a checkpoint and records the new digest in it, so the
     file is self-consistent but no longer matches the receipts."""
@@ -358,6 +369,7 @@ class RefusedStarts(SafetyTestCase):
         ranks = children_of(first.pid)
         for pid in ranks:  # a frozen job still holds its lock
             os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: all(stopped(pid) for pid in ranks), 60, "the first job to stop")
         try:
             before = tree(out)
             holder = rank_pids(first.pid)[0]
