@@ -1,6 +1,7 @@
 #include "trainer/start.h"
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "common/out_dir.h"
@@ -46,7 +47,15 @@ Result<CheckpointChoice> ValidateAndCommitResume(const Plan& plan, const StateLa
   DMLP_ASSIGN_OR_RETURN(OutDir::Kind result, out.KindOf(kResultFile));
   if (result != OutDir::Kind::kAbsent) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
   DMLP_ASSIGN_OR_RETURN(CheckpointChoice choice, FindResumeCheckpoint(plan, layout));
+  // Every distinct prior of the new job's ranks: each rank with a file, and
+  // one without (metrics.jsonl only), rather than reading it P times.
+  DMLP_ASSIGN_OR_RETURN(std::set<int64_t> ranks, RanksWithReceiptFiles(out));
+  ranks.insert(0);
   for (int64_t rank = 0; rank < plan.num_processes; ++rank) {
+    if (ranks.insert(rank).second) break;  // one rank without a file stands for all of them
+  }
+  for (int64_t rank : ranks) {
+    if (rank >= plan.num_processes) break;
     DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> prior, ReadPriorReceipts(out, rank, true));
     DMLP_RETURN_IF_ERROR(CheckPriorCoversCheckpoint(prior, choice, rank));
   }

@@ -85,6 +85,14 @@ TEST_F(ResumeFilesTest, AttemptsThatDisagreeAreRefused) {
   EXPECT_EQ(ReadPriorReceipts(Out(), 0, false).status().code(), "RESUME_RECEIPTS_INVALID");
 }
 
+TEST_F(ResumeFilesTest, RanksWithFilesAreFoundInEveryAttempt) {
+  Write(run_ / "superseded/1/rank-3.jsonl", "");
+  Write(run_ / "rank-1.jsonl", "");
+  Write(run_ / "metrics.jsonl", "");
+  Write(run_ / "rank-x.jsonl", "");
+  EXPECT_EQ(*RanksWithReceiptFiles(Out()), (std::set<int64_t>{1, 3}));
+}
+
 TEST_F(ResumeFilesTest, MovingAsideRenamesEveryReceiptFileIntoANewFolder) {
   Write(run_ / "rank-0.jsonl", Line(1, 0));
   Write(run_ / "metrics.jsonl", Line(1, {}));

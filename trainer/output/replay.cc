@@ -126,6 +126,25 @@ Result<std::vector<Receipt>> ReadPriorReceipts(const OutDir& out, int64_t rank,
   return prior;
 }
 
+Result<std::set<int64_t>> RanksWithReceiptFiles(const OutDir& out) {
+  DMLP_ASSIGN_OR_RETURN(std::vector<OutDir> folders, SupersededFolders(out));
+  std::set<int64_t> ranks;
+  auto collect = [&](const OutDir& source) -> Status {
+    DMLP_ASSIGN_OR_RETURN(std::vector<std::string> names, source.List());
+    for (const std::string& name : names) {
+      if (name == kMetricsName || !IsReceiptFileName(name)) continue;
+      const std::string digits = name.substr(5, name.size() - 11);
+      if (!digits.empty() && digits.size() <= 9 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        ranks.insert(std::stoll(digits));
+    }
+    return Status::Ok();
+  };
+  for (const OutDir& folder : folders) DMLP_RETURN_IF_ERROR(collect(folder));
+  DMLP_RETURN_IF_ERROR(collect(out));
+  return ranks;
+}
+
 Result<std::string> MoveReceiptsAside(const OutDir& out) {
   DMLP_ASSIGN_OR_RETURN(std::vector<std::string> names, out.List());
   std::vector<std::string> files;

@@ -1,4 +1,5 @@
-// defines: kSupersededDir, ReadPriorReceipts, MoveReceiptsAside, ResumeStageReached
+// defines: kSupersededDir, ReadPriorReceipts, RanksWithReceiptFiles, MoveReceiptsAside,
+//          ResumeStageReached
 //
 // RESUME=1 never destroys receipts, and a refused or interrupted resume never
 // makes the run unresumable. The sequence (trainer/start.cc drives it):
@@ -29,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +52,10 @@ inline constexpr char kSupersededDir[] = "superseded";
 /// where a receipt file or superseded/ belongs is OUTPUT_NOT_REGULAR.
 Result<std::vector<Receipt>> ReadPriorReceipts(const OutDir& out, int64_t rank,
                                                bool include_top_level);
+
+/// The ranks that have a rank-<r>.jsonl in OUT_DIR or any superseded/<n>/
+/// (a rank without one inherits metrics.jsonl, which rank 0's prior includes).
+Result<std::set<int64_t>> RanksWithReceiptFiles(const OutDir& out);
 
 /// Rank 0: renames rank-*.jsonl and metrics.jsonl into OUT_DIR/superseded/<n>/
 /// (n = 1, 2, ... the first unused) and fsyncs. Returns that folder, or "" when
