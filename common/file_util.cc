@@ -53,8 +53,12 @@ Status WriteFileAtomically(const std::string& path, std::initializer_list<std::s
   const std::filesystem::path location(path);
   std::string directory = location.parent_path().string();
   if (directory.empty()) directory = ".";
-  DMLP_ASSIGN_OR_RETURN(OutDir out, OutDir::Open(directory));
-  return out.WriteAtomically(location.filename().string(), parts);
+  Result<OutDir> out = OutDir::Open(directory);
+  // Writing, a missing folder is an I/O failure like any other (IO_ERROR).
+  if (!out.ok() && out.status().code() == "NOT_FOUND")
+    return Status::Error("IO_ERROR", "open directory " + directory + ": " + std::strerror(ENOENT));
+  if (!out.ok()) return out.status();
+  return out->WriteAtomically(location.filename().string(), parts);
 }
 
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code) {
