@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/out_dir.h"
+
 namespace dmlp {
 namespace {
 
@@ -45,26 +47,22 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
 }
 
 Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts) {
-  const std::string temporary = path + ".tmp";
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("IO_ERROR", "create " + temporary);
-  Status status;
-  for (std::string_view part : parts) {
-    if (status.ok()) status = WriteAll(fd, part, temporary);
-  }
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("IO_ERROR", "fsync " + temporary);
-  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("IO_ERROR", "close " + temporary);
-  if (status.ok() && std::rename(temporary.c_str(), path.c_str()) != 0)
-    status = ErrnoStatus("IO_ERROR", "rename " + temporary + " to " + path);
-  if (!status.ok()) {
-    ::unlink(temporary.c_str());
-    return status;
-  }
-  return FsyncDirectoryOf(path);
+  // One mechanism for every finished file dmlp writes (result.json, the state
+  // file, checkpoints, verify's reports): relative to the directory's
+  // descriptor, the temporary created O_EXCL|O_NOFOLLOW (common/out_dir.h).
+  const std::filesystem::path location(path);
+  std::string directory = location.parent_path().string();
+  if (directory.empty()) directory = ".";
+  Result<OutDir> out = OutDir::Open(directory);
+  // Writing, a missing folder is an I/O failure like any other (IO_ERROR).
+  if (!out.ok() && out.status().code() == "NOT_FOUND")
+    return Status::Error("IO_ERROR", "open directory " + directory + ": " + std::strerror(ENOENT));
+  if (!out.ok()) return out.status();
+  return out->WriteAtomically(location.filename().string(), parts);
 }
 
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd >= 0) return fd;
   if (errno == EEXIST) return Status::Error(exists_code, path);
   return ErrnoStatus("IO_ERROR", "create " + path);

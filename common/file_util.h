@@ -14,12 +14,14 @@
 
 namespace dmlp {
 
-/// Writes `contents` to `path` via `path + ".tmp"`: write, fsync, rename, fsync dir.
-/// Code IO_ERROR on failure; the temporary is removed and `path` is untouched.
+/// Writes `contents` to `path` via `path + ".tmp"`: write, fsync, rename, fsync dir,
+/// never through a link (OutDir::WriteAtomically). Code IO_ERROR on failure (the
+/// temporary is removed and `path` is untouched); OUTPUT_NOT_REGULAR for a stale
+/// temporary that is not a regular file.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
 /// The same for a file made of several pieces written in order (no concatenation copy).
 Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts);
-/// Opens a new file for writing (O_CREAT|O_EXCL|O_CLOEXEC, no O_APPEND).
+/// Opens a new file for writing (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, no O_APPEND).
 /// EEXIST gives `exists_code` (e.g. OUTPUT_EXISTS); other failures IO_ERROR.
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code);
 /// write() until done, retrying EINTR; IO_ERROR naming `what` otherwise.

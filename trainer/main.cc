@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/env.h"
+#include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
 
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   // A file-size limit must fail a write with EFBIG (reported, nothing half
   // written) rather than kill the rank with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A teardown before the first step must not leave empty receipt files.
+  dmlp::InstallTerminationCleanup();
   CLI::App app{"dmlp-train: one rank of a reproducible data-parallel MLP training job"};
   std::string config_path;
   app.add_option("--config", config_path, "YAML file of lower-case keys; the environment overrides it");

@@ -15,24 +15,15 @@
 #include "trainer/backend.h"
 #include "trainer/output/checkpoint.h"
 #include "trainer/output/digest_pipeline.h"
-#include "trainer/init.h"
 #include "trainer/output/progress.h"
-#include "trainer/rendezvous/rendezvous.h"
-#include "trainer/output/replay.h"
 #include "trainer/output/run_output.h"
+#include "trainer/rendezvous/rendezvous.h"
+#include "trainer/start.h"
 
 extern char** environ;
 
 namespace dmlp {
 namespace {
-
-/// The step-0 state: flax-style initial parameters, Adam count 0, zero moments.
-Result<std::vector<uint8_t>> InitialImage(const StateLayout& layout, const Plan& plan) {
-  std::vector<uint8_t> image(layout.image_bytes(), 0);
-  DMLP_RETURN_IF_ERROR(InitParams(layout, static_cast<uint64_t>(plan.seed),
-                                  reinterpret_cast<float*>(image.data())));
-  return image;
-}
 
 /// The facts that decide the bits (DESIGN.md "fingerprint"), beyond the backend's own.
 nlohmann::json RunFingerprint(const Plan& plan, const Backend& backend) {
@@ -82,87 +73,6 @@ Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipel
   }
   progress.Finish();
   return digests.Drain();
-}
-
-/// Where this attempt starts: the step already done, its state, and the open outputs.
-struct StartingPoint {
-  int64_t done_steps = 0;
-  std::vector<uint8_t> image;
-  std::unique_ptr<RunOutput> output;
-};
-
-Result<StartingPoint> FreshStart(const Plan& plan, const StateLayout& layout) {
-  StartingPoint start;
-  DMLP_ASSIGN_OR_RETURN(RunOutput output, RunOutput::Open(plan));
-  start.output = std::make_unique<RunOutput>(std::move(output));
-  DMLP_ASSIGN_OR_RETURN(start.image, InitialImage(layout, plan));
-  return start;
-}
-
-// Rank 0 decides how to resume and tells the others through the coordinator,
-// as lines: "ok", step, checkpoint path, its digest, aside folder — or
-// "error", code, detail, so that every rank fails with the same error.
-constexpr char kResumeKey[] = "resume/decision";
-
-std::string DecideResume(const Plan& plan, const StateLayout& layout) {
-  auto error = [](const Status& status) {
-    return "error\n" + status.code() + "\n" + status.detail();
-  };
-  if (::access((plan.out_dir + "/" + kResultFile).c_str(), F_OK) == 0)
-    return error(Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir));
-  Result<CheckpointChoice> choice = FindResumeCheckpoint(plan, layout);
-  if (!choice.ok()) return error(choice.status());
-  for (const std::string& why : choice->skipped)
-    std::fprintf(stderr, "dmlp-train: warning: skipping checkpoint: %s\n", why.c_str());
-  Result<std::string> aside = MoveReceiptsAside(plan.out_dir);
-  if (!aside.ok()) return error(aside.status());
-  return "ok\n" + std::to_string(choice->step) + "\n" + choice->path + "\n" +
-         choice->params_sha256 + "\n" + *aside;
-}
-
-Result<StartingPoint> ResumeStart(const Plan& plan, const StateLayout& layout,
-                                  Rendezvous& rendezvous) {
-  std::string decision;
-  if (plan.process_id == 0) {
-    decision = DecideResume(plan, layout);
-    DMLP_RETURN_IF_ERROR(rendezvous.Set(kResumeKey, decision));
-  } else {
-    DMLP_ASSIGN_OR_RETURN(decision, rendezvous.Get(kResumeKey));
-  }
-  std::vector<std::string> fields;
-  for (size_t begin = 0;;) {
-    size_t end = decision.find('\n', begin);
-    fields.push_back(decision.substr(begin, end - begin));
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
-  if (fields.size() == 3 && fields[0] == "error") return Status::Error(fields[1], fields[2]);
-  if (fields.size() != 5 || fields[0] != "ok")
-    return Status::Error("PROTOCOL_ERROR", "bad resume decision from rank 0");
-  CheckpointChoice choice{std::stoll(fields[1]), fields[2], fields[3], {}};
-  DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> prior, ReadPriorReceipts(fields[4], plan.process_id));
-  if (choice.step > 0 && prior.size() >= static_cast<size_t>(choice.step) &&
-      prior[choice.step - 1].params_sha256 != choice.params_sha256)
-    return Status::Error("RESUME_RECEIPTS_INVALID",
-                         "the receipt of step " + std::to_string(choice.step) +
-                             " does not match its checkpoint's digest " + choice.params_sha256);
-  if (choice.step > plan.steps)
-    return Status::Error("RESUME_INVALID", "the newest checkpoint is after step " +
-                                               std::to_string(choice.step) + ", past STEPS=" +
-                                               std::to_string(plan.steps));
-  StartingPoint start;
-  DMLP_ASSIGN_OR_RETURN(RunOutput output, RunOutput::OpenResumed(plan, choice.step, std::move(prior)));
-  start.output = std::make_unique<RunOutput>(std::move(output));
-  start.done_steps = choice.step;
-  if (choice.step == 0) {
-    DMLP_ASSIGN_OR_RETURN(start.image, InitialImage(layout, plan));
-  } else {
-    DMLP_ASSIGN_OR_RETURN(start.image, LoadCheckpoint(choice, layout));
-  }
-  if (plan.process_id == 0 && choice.step > 0)
-    std::fprintf(stderr, "dmlp-train: resuming after step %lld from %s\n",
-                 static_cast<long long>(choice.step), choice.path.c_str());
-  return start;
 }
 
 Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
@@ -236,7 +146,9 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   DMLP_RETURN_IF_ERROR(rendezvous.Barrier("training-complete"));
   const uint8_t* final_image = start.image.empty() ? digests.last_image() : start.image.data();
   DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend)));
-  return rendezvous.Barrier("artifact-complete");
+  DMLP_RETURN_IF_ERROR(rendezvous.Barrier("artifact-complete"));
+  if (start.lock) start.lock->Finish();  // a finished run directory keeps no lock file
+  return Status::Ok();
 }
 
 }  // namespace
@@ -245,11 +157,9 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   const auto started = std::chrono::steady_clock::now();
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
   DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
-  // A fresh job opens its outputs first, so a refusal costs no rendezvous; a
-  // resumed one needs rank 0's decision first.
-  Result<StartingPoint> start = StartingPoint{};
-  if (!plan.resume) start = FreshStart(plan, layout);
-  if (!start.ok()) return start.status();
+  // Only look before the rendezvous (a refusal costs no rendezvous and leaves
+  // nothing); create only once rank 0 holds OUT_DIR's lock (trainer/start.h).
+  DMLP_RETURN_IF_ERROR(CheckBeforeRendezvous(plan));
   RendezvousOptions options;
   options.address = plan.coordinator_address;
   options.port = static_cast<int>(plan.coordinator_port);
@@ -258,7 +168,7 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   options.heartbeat_timeout_seconds = static_cast<int>(plan.heartbeat_timeout_seconds);
   options.plan_fingerprint = PlanFingerprint(plan);
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> rendezvous, Rendezvous::Join(options));
-  if (plan.resume) start = ResumeStart(plan, layout, *rendezvous);
+  Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
   Status status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step,
                                          started)
                              : start.status();

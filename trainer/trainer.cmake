@@ -4,11 +4,14 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/replay.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/run_output.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/termination_cleanup.cc
+  ${CMAKE_CURRENT_LIST_DIR}/start.cc
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cc
 )
 target_link_libraries(dmlp_trainer_core PUBLIC

@@ -125,27 +125,27 @@ TEST(ReplayTest, PriorReceiptsComeFromTheRankFileThenMetrics) {
       << FormatReceiptLine({3, "1.25", c, std::nullopt});
   // Rank 1 died after one receipt and half a line.
   std::ofstream(aside / "rank-1.jsonl") << FormatReceiptLine({1, "2.0", a, 1}) << "{\"loss\": \"1.";
-  Result<std::vector<Receipt>> prior = ReadPriorReceipts(aside.string(), 1);
+  Result<std::vector<Receipt>> prior = ReadPriorReceipts(*OutDir::Open(aside.string()), 1, true);
   ASSERT_TRUE(prior.ok()) << prior.status().ToString();
   ASSERT_EQ(prior->size(), 3u);
   EXPECT_EQ((*prior)[2], (Receipt{3, "1.25", c, 1}));
   // A rank that did not exist then inherits rank 0's record.
-  EXPECT_EQ(ReadPriorReceipts(aside.string(), 5)->size(), 3u);
+  EXPECT_EQ(ReadPriorReceipts(*OutDir::Open(aside.string()), 5, true)->size(), 3u);
   std::ofstream(aside / "rank-2.jsonl") << "garbage\n";
-  EXPECT_EQ(ReadPriorReceipts(aside.string(), 2).status().code(), "RESUME_RECEIPTS_INVALID");
+  EXPECT_EQ(ReadPriorReceipts(*OutDir::Open(aside.string()), 2, true).status().code(), "RESUME_RECEIPTS_INVALID");
   fs::remove_all(aside);
 }
 
 TEST(ReplayTest, MoveReceiptsAsideKeepsEveryAttempt) {
   fs::path out = fs::path(::testing::TempDir()) / ("dmlp-move-" + std::to_string(::getpid()));
   fs::create_directories(out);
-  EXPECT_EQ(*MoveReceiptsAside(out.string()), "");
+  EXPECT_EQ(*MoveReceiptsAside(*OutDir::Open(out.string())), "");
   std::ofstream(out / "rank-0.jsonl") << "x\n";
   std::ofstream(out / "metrics.jsonl") << "y\n";
   std::ofstream(out / "checkpoint-00000002.safetensors") << "z";
-  EXPECT_EQ(*MoveReceiptsAside(out.string()), (out / "superseded" / "1").string());
+  EXPECT_EQ(*MoveReceiptsAside(*OutDir::Open(out.string())), (out / "superseded" / "1").string());
   std::ofstream(out / "rank-0.jsonl") << "x2\n";
-  EXPECT_EQ(*MoveReceiptsAside(out.string()), (out / "superseded" / "2").string());
+  EXPECT_EQ(*MoveReceiptsAside(*OutDir::Open(out.string())), (out / "superseded" / "2").string());
   EXPECT_EQ(*ReadFileToString((out / "superseded" / "1" / "metrics.jsonl").string()), "y\n");
   EXPECT_EQ(*ReadFileToString((out / "superseded" / "2" / "rank-0.jsonl").string()), "x2\n");
   EXPECT_TRUE(fs::exists(out / "checkpoint-00000002.safetensors"));

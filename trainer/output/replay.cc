@@ -1,26 +1,56 @@
 #include "trainer/output/replay.h"
 
-#include <cstdio>
-#include <filesystem>
+#include <unistd.h>
 
-#include "common/file_util.h"
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
 #include "common/receipt_reader.h"
 
 namespace dmlp {
 namespace {
 
-namespace fs = std::filesystem;
+constexpr char kMetricsName[] = "metrics.jsonl";
 
 Status Invalid(const std::string& detail) {
   return Status::Error("RESUME_RECEIPTS_INVALID", detail);
 }
 
+bool IsReceiptFileName(const std::string& name) {
+  return name == kMetricsName || (name.rfind("rank-", 0) == 0 && name.size() > 11 &&
+                                  name.compare(name.size() - 6, 6, ".jsonl") == 0);
+}
+
+Result<std::string> ReadAll(const OutDir& dir, const std::string& name) {
+  DMLP_ASSIGN_OR_RETURN(int fd, dir.OpenForReading(name));
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      Status status = Status::Error("IO_ERROR", "read " + dir.PathOf(name) + ": " + std::strerror(errno));
+      ::close(fd);
+      return status;
+    }
+    if (got == 0) break;
+    contents.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return contents;
+}
+
 /// Complete, strict receipt lines of a file in step order 1, 2, ...; a missing
 /// file gives none; a torn last line (no newline) is the interrupted write.
-Result<std::vector<Receipt>> ReadReceiptFile(const std::string& path, bool with_rank) {
-  Result<std::string> contents = ReadFileToString(path);
+Result<std::vector<Receipt>> ReadReceiptFile(const OutDir& dir, const std::string& name,
+                                             bool with_rank) {
+  Result<std::string> contents = ReadAll(dir, name);
   if (!contents.ok() && contents.status().code() == "NOT_FOUND") return std::vector<Receipt>{};
   if (!contents.ok()) return contents.status();
+  const std::string path = dir.PathOf(name);
   std::vector<Receipt> receipts;
   size_t begin = 0;
   while (true) {
@@ -39,52 +69,111 @@ Result<std::vector<Receipt>> ReadReceiptFile(const std::string& path, bool with_
   return receipts;
 }
 
-}  // namespace
-
-Result<std::string> MoveReceiptsAside(const std::string& out_dir) {
-  std::vector<fs::path> files;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(out_dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name == "metrics.jsonl" || (name.rfind("rank-", 0) == 0 && name.size() > 11 &&
-                                    name.compare(name.size() - 6, 6, ".jsonl") == 0))
-      files.push_back(entry.path());
+/// The superseded/<n> folders, oldest first; none when superseded/ is absent.
+Result<std::vector<OutDir>> SupersededFolders(const OutDir& out) {
+  std::vector<OutDir> folders;
+  Result<OutDir> superseded = out.OpenSubdir(kSupersededDir, false);
+  if (!superseded.ok() && superseded.status().code() == "NOT_FOUND") return folders;
+  if (!superseded.ok()) return superseded.status();
+  DMLP_ASSIGN_OR_RETURN(std::vector<std::string> names, superseded->List());
+  std::vector<std::pair<long long, std::string>> numbered;
+  for (const std::string& name : names) {
+    if (name.empty() || name.size() > 9 ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    DMLP_ASSIGN_OR_RETURN(OutDir::Kind kind, superseded->KindOf(name));
+    if (kind == OutDir::Kind::kDirectory) numbered.emplace_back(std::stoll(name), name);
   }
-  if (error) return Status::Error("IO_ERROR", "list " + out_dir + ": " + error.message());
-  if (files.empty()) return std::string();
-  fs::path aside;
-  for (int attempt = 1;; ++attempt) {
-    aside = fs::path(out_dir) / kSupersededDir / std::to_string(attempt);
-    if (!fs::exists(aside)) break;
+  std::sort(numbered.begin(), numbered.end());
+  for (const auto& [number, name] : numbered) {
+    DMLP_ASSIGN_OR_RETURN(OutDir folder, superseded->OpenSubdir(name, false));
+    folders.push_back(std::move(folder));
   }
-  fs::create_directories(aside, error);
-  if (error) return Status::Error("IO_ERROR", "create " + aside.string() + ": " + error.message());
-  for (const fs::path& file : files) {
-    fs::rename(file, aside / file.filename(), error);
-    if (error) return Status::Error("IO_ERROR", "move " + file.string() + ": " + error.message());
-  }
-  DMLP_RETURN_IF_ERROR(FsyncDirectoryOf((aside / "x").string()));
-  DMLP_RETURN_IF_ERROR(FsyncDirectoryOf((fs::path(out_dir) / "x").string()));
-  return aside.string();
+  return folders;
 }
 
-Result<std::vector<Receipt>> ReadPriorReceipts(const std::string& aside_dir, int64_t rank) {
-  if (aside_dir.empty()) return std::vector<Receipt>{};
-  DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> metrics,
-                        ReadReceiptFile(aside_dir + "/metrics.jsonl", false));
-  DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> own,
-                        ReadReceiptFile(aside_dir + "/rank-" + std::to_string(rank) + ".jsonl", true));
-  for (const Receipt& receipt : own) {
-    if (receipt.rank != rank)
-      return Invalid(aside_dir + "/rank-" + std::to_string(rank) + ".jsonl holds rank " +
-                     std::to_string(receipt.rank.value_or(-1)));
+}  // namespace
+
+Result<std::vector<Receipt>> ReadPriorReceipts(const OutDir& out, int64_t rank,
+                                               bool include_top_level) {
+  DMLP_ASSIGN_OR_RETURN(std::vector<OutDir> folders, SupersededFolders(out));
+  std::vector<const OutDir*> sources;
+  for (const OutDir& folder : folders) sources.push_back(&folder);
+  if (include_top_level) sources.push_back(&out);
+  const std::string rank_name = "rank-" + std::to_string(rank) + ".jsonl";
+  std::vector<Receipt> prior;
+  std::string prior_from;
+  for (const OutDir* source : sources) {
+    for (const std::string& name : {rank_name, std::string(kMetricsName)}) {
+      const bool with_rank = name != kMetricsName;
+      DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> receipts, ReadReceiptFile(*source, name, with_rank));
+      for (size_t i = 0; i < receipts.size(); ++i) {
+        if (with_rank && receipts[i].rank != rank)
+          return Invalid(source->PathOf(name) + " holds rank " +
+                         std::to_string(receipts[i].rank.value_or(-1)));
+        if (i < prior.size() && (receipts[i].loss != prior[i].loss ||
+                                 receipts[i].params_sha256 != prior[i].params_sha256))
+          return Invalid(source->PathOf(name) + ": step " + std::to_string(i + 1) +
+                         " differs from " + prior_from);
+      }
+      if (receipts.size() > prior.size()) {
+        prior = std::move(receipts);
+        prior_from = source->PathOf(name);
+      }
+    }
   }
-  std::vector<Receipt> prior = own.size() >= metrics.size() ? own : metrics;
-  for (size_t i = 0; i < prior.size(); ++i) {
-    if (i < own.size()) prior[i] = own[i];
-    prior[i].rank = rank;
-  }
+  for (Receipt& receipt : prior) receipt.rank = rank;
   return prior;
+}
+
+Result<std::set<int64_t>> RanksWithReceiptFiles(const OutDir& out) {
+  DMLP_ASSIGN_OR_RETURN(std::vector<OutDir> folders, SupersededFolders(out));
+  std::set<int64_t> ranks;
+  auto collect = [&](const OutDir& source) -> Status {
+    DMLP_ASSIGN_OR_RETURN(std::vector<std::string> names, source.List());
+    for (const std::string& name : names) {
+      if (name == kMetricsName || !IsReceiptFileName(name)) continue;
+      const std::string digits = name.substr(5, name.size() - 11);
+      if (!digits.empty() && digits.size() <= 9 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        ranks.insert(std::stoll(digits));
+    }
+    return Status::Ok();
+  };
+  for (const OutDir& folder : folders) DMLP_RETURN_IF_ERROR(collect(folder));
+  DMLP_RETURN_IF_ERROR(collect(out));
+  return ranks;
+}
+
+Result<std::string> MoveReceiptsAside(const OutDir& out) {
+  DMLP_ASSIGN_OR_RETURN(std::vector<std::string> names, out.List());
+  std::vector<std::string> files;
+  for (const std::string& name : names)
+    if (IsReceiptFileName(name)) files.push_back(name);
+  if (files.empty()) return std::string();
+  DMLP_ASSIGN_OR_RETURN(OutDir superseded, out.OpenSubdir(kSupersededDir, true));
+  std::string attempt;
+  for (int number = 1;; ++number) {
+    attempt = std::to_string(number);
+    Status made = superseded.MakeSubdir(attempt, "EXISTS");
+    if (made.ok()) break;
+    if (made.code() != "EXISTS") return made;
+  }
+  DMLP_RETURN_IF_ERROR(superseded.Sync());
+  ResumeStageReached("aside-made");
+  DMLP_ASSIGN_OR_RETURN(OutDir aside, superseded.OpenSubdir(attempt, false));
+  for (const std::string& file : files) {
+    DMLP_RETURN_IF_ERROR(out.MoveTo(file, aside, file));
+    ResumeStageReached("moved-one");
+  }
+  DMLP_RETURN_IF_ERROR(aside.Sync());
+  DMLP_RETURN_IF_ERROR(out.Sync());
+  return aside.path();
+}
+
+void ResumeStageReached(std::string_view stage) {
+  const char* wanted = std::getenv("DMLP_TEST_KILL_AT_RESUME_STAGE");
+  if (wanted != nullptr && stage == wanted) std::raise(SIGKILL);
 }
 
 }  // namespace dmlp

@@ -9,27 +9,15 @@
 #include <filesystem>
 
 #include "common/file_util.h"
+#include "common/out_dir.h"
 #include "common/py_json.h"
 #include "common/state_file.h"
+#include "trainer/output/replay.h"
 
 namespace dmlp {
 namespace {
 
 std::string PathIn(const Plan& plan, const std::string& name) { return plan.out_dir + "/" + name; }
-
-bool Exists(const std::string& path) {
-  struct stat info {};
-  return ::lstat(path.c_str(), &info) == 0;
-}
-
-Status MakeDirectories(const std::string& directory) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  if (error) return Status::Error("IO_ERROR", "create " + directory + ": " + error.message());
-  if (!std::filesystem::is_directory(directory))
-    return Status::Error("IO_ERROR", directory + " is not a directory");
-  return Status::Ok();
-}
 
 nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string& final_loss,
                               const std::string& params_sha256, const StateDigests& digests,
@@ -75,25 +63,46 @@ nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string
 
 std::string RankFileName(int64_t rank) { return "rank-" + std::to_string(rank) + ".jsonl"; }
 
+Status RunOutput::CheckAbsent(const Plan& plan) {
+  Result<OutDir> out = OutDir::Open(plan.out_dir);
+  if (!out.ok() && out.status().code() == "NOT_FOUND") return Status::Ok();  // created later
+  if (!out.ok()) return out.status();
+  return CheckAbsentIn(plan, *out);
+}
+
+Status RunOutput::CheckAbsentIn(const Plan& plan, const OutDir& out) {
+  DMLP_ASSIGN_OR_RETURN(OutDir::Kind result, out.KindOf(kResultFile));
+  if (result != OutDir::Kind::kAbsent) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
+  std::vector<std::string> names = {RankFileName(plan.process_id)};
+  if (plan.process_id == 0) names.insert(names.begin(), kMetricsFile);
+  for (const std::string& name : names) {
+    DMLP_ASSIGN_OR_RETURN(OutDir::Kind kind, out.KindOf(name));
+    if (kind == OutDir::Kind::kRegular) return Status::Error("OUTPUT_EXISTS", out.PathOf(name));
+    if (kind != OutDir::Kind::kAbsent)
+      return Status::Error(kNotRegularCode, out.PathOf(name) + " is not a regular file "
+                                                               "(dmlp never writes through links)");
+  }
+  return Status::Ok();
+}
+
 Result<RunOutput> RunOutput::Open(const Plan& plan) {
-  DMLP_RETURN_IF_ERROR(MakeDirectories(plan.out_dir));
-  if (Exists(PathIn(plan, kResultFile))) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
-  const bool is_rank0 = plan.process_id == 0;
-  const std::string rank_path = PathIn(plan, RankFileName(plan.process_id));
-  const std::string metrics_path = PathIn(plan, kMetricsFile);
+  DMLP_ASSIGN_OR_RETURN(OutDir out, OutDir::Create(plan.out_dir));
   // Look before creating anything, so a refusal leaves OUT_DIR as it was.
-  if (Exists(rank_path)) return Status::Error("OUTPUT_EXISTS", rank_path);
-  if (is_rank0 && Exists(metrics_path)) return Status::Error("OUTPUT_EXISTS", metrics_path);
+  DMLP_RETURN_IF_ERROR(CheckAbsentIn(plan, out));
   RunOutput output(plan);
   // metrics.jsonl first, as the reference does: a run directory looked at just
   // after start never has rank-0.jsonl without it. On failure `output` goes out
-  // of scope and removes what it created (still empty).
-  if (is_rank0) {
-    DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, CreateExclusive(metrics_path, "OUTPUT_EXISTS"));
-    output.created_.push_back(metrics_path);
+  // of scope and removes what it created (still empty). O_EXCL|O_NOFOLLOW: a
+  // link planted since the check is refused, never followed.
+  if (plan.process_id == 0) {
+    DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, out.CreateFile(kMetricsFile, "OUTPUT_EXISTS"));
+    output.created_.push_back(out.PathOf(kMetricsFile));
+    output.cleanups_.emplace_back(out.fd(), kMetricsFile, output.metrics_fd_, true);
   }
-  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, CreateExclusive(rank_path, "OUTPUT_EXISTS"));
-  output.created_.push_back(rank_path);
+  const std::string rank_name = RankFileName(plan.process_id);
+  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, out.CreateFile(rank_name, "OUTPUT_EXISTS"));
+  output.created_.push_back(out.PathOf(rank_name));
+  output.cleanups_.emplace_back(out.fd(), rank_name.c_str(), output.rank_fd_, true);
   return output;
 }
 
@@ -104,11 +113,14 @@ Result<RunOutput> RunOutput::OpenResumed(const Plan& plan, int64_t resume_step,
                          "the checkpoint is at step " + std::to_string(resume_step) +
                              " but the earlier receipts end at step " + std::to_string(prior.size()));
   DMLP_ASSIGN_OR_RETURN(RunOutput output, Open(plan));
+  ResumeStageReached("created");
   output.prior_ = std::move(prior);
   for (int64_t step = 1; step <= resume_step; ++step) {
     const Receipt& receipt = output.prior_[step - 1];
     DMLP_RETURN_IF_ERROR(output.Record(step, receipt.loss, receipt.params_sha256));
+    if (step == 1) ResumeStageReached("rewriting");
   }
+  ResumeStageReached("rewritten");
   return output;
 }
 
@@ -120,14 +132,16 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
       last_loss_(std::move(other.last_loss_)),
       last_hash_(std::move(other.last_hash_)),
       prior_(std::move(other.prior_)),
-      created_(std::move(other.created_)) {}
+      created_(std::move(other.created_)),
+      cleanups_(std::move(other.cleanups_)) {}
 
 RunOutput::~RunOutput() {
   CloseFiles();
   if (last_step_ != 0) return;
   for (const std::string& path : created_) {
     struct stat info {};
-    if (::stat(path.c_str(), &info) == 0 && info.st_size == 0) ::unlink(path.c_str());
+    if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == 0)
+      ::unlink(path.c_str());
   }
 }
 

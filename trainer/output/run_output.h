@@ -16,10 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/out_dir.h"
 #include "common/receipt.h"
 #include "common/state_digest.h"
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
@@ -32,9 +34,17 @@ std::string RankFileName(int64_t rank);
 
 class RunOutput {
  public:
-  /// Creates OUT_DIR if needed and this rank's receipt files. Nothing in OUT_DIR
-  /// changes on failure: OUTPUT_ALREADY_COMPLETE (result.json exists),
-  /// OUTPUT_EXISTS (a receipt file exists), IO_ERROR.
+  /// Read-only look before the rendezvous, so that a start bound to be refused
+  /// is refused before it creates anything (OUT_DIR absent is fine):
+  /// OUTPUT_ALREADY_COMPLETE (result.json exists), OUTPUT_EXISTS (this rank's
+  /// receipt file, or rank 0's metrics.jsonl, exists), OUTPUT_NOT_REGULAR (a
+  /// link or other non-file there), IO_ERROR.
+  static Status CheckAbsent(const Plan& plan);
+  /// The same check in an open OUT_DIR.
+  static Status CheckAbsentIn(const Plan& plan, const OutDir& out);
+  /// Creates OUT_DIR if needed and this rank's receipt files (never through a
+  /// link). Nothing in OUT_DIR changes on failure: the codes of CheckAbsent.
+  /// REQUIRES: the job is known to start (rank 0 holds OUT_DIR's lock and said so).
   static Result<RunOutput> Open(const Plan& plan);
   /// RESUME=1: Open, then rewrite the receipts of steps 1..resume_step from
   /// `prior` (an earlier attempt's, replay.h) and keep the later ones: Record()
@@ -69,6 +79,8 @@ class RunOutput {
   std::string last_loss_, last_hash_;
   std::vector<Receipt> prior_;  // an earlier attempt's receipts, to replay against
   std::vector<std::string> created_;  // paths of the receipt files Open created
+  // The same files, removed by a SIGTERM that comes before their first line.
+  std::vector<TerminationCleanup> cleanups_;
 };
 
 }  // namespace dmlp

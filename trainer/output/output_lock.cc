@@ -1,0 +1,115 @@
+#include "trainer/output/output_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+
+namespace dmlp {
+namespace {
+
+/// The pid holding a flock on the file open as `fd`, from /proc/locks
+/// ("1: FLOCK  ADVISORY  WRITE <pid> <maj>:<min>:<inode> 0 EOF"), or "" when
+/// it is not visible here (a holder on another host of a shared file system).
+/// Read from the kernel rather than written into the file, so that taking the
+/// lock never changes a byte in OUT_DIR.
+std::string HolderPid(int fd) {
+  struct stat held {};
+  if (::fstat(fd, &held) != 0) return "";
+  const std::string inode = ":" + std::to_string(held.st_ino);
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string number, kind, mode, access, pid, device;
+    if (!(fields >> number >> kind >> mode >> access >> pid >> device)) continue;
+    if (kind == "FLOCK" && device.size() > inode.size() &&
+        device.compare(device.size() - inode.size(), inode.size(), inode) == 0)
+      return pid;
+  }
+  return "";
+}
+
+/// True when `name` in `directory_fd` is still the file open as `fd`.
+bool StillNamed(int directory_fd, int fd) {
+  struct stat named {}, held {};
+  if (::fstatat(directory_fd, kLockFile, &named, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (::fstat(fd, &held) != 0) return false;
+  return named.st_dev == held.st_dev && named.st_ino == held.st_ino;
+}
+
+}  // namespace
+
+OutputLock::OutputLock(const OutDir& out, int fd, bool created)
+    : directory_fd_(::fcntl(out.fd(), F_DUPFD_CLOEXEC, 0)),
+      fd_(fd),
+      remove_on_release_(created) {
+  if (created) cleanup_ = TerminationCleanup(out.fd(), kLockFile, fd, false);
+}
+
+Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
+  // A few rounds at most: each retry means the file was removed or replaced
+  // between our open and our lock by a job that just ended.
+  for (int round = 0; round < 100; ++round) {
+    bool created = true;
+    int fd = ::openat(out.fd(), kLockFile, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+      created = false;
+      fd = ::openat(out.fd(), kLockFile, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0 && errno == ENOENT) continue;
+    }
+    if (fd < 0 && errno == ELOOP)
+      return Status::Error(kNotRegularCode, out.PathOf(kLockFile) +
+                                                " is a symbolic link, not a regular file "
+                                                "(dmlp never writes through links)");
+    if (fd < 0) return Status::Error("IO_ERROR", "open " + out.PathOf(kLockFile) + ": " +
+                                                     std::strerror(errno));
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+      ::close(fd);
+      return Status::Error(kNotRegularCode, out.PathOf(kLockFile) + " is not a regular file");
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      std::string holder = HolderPid(fd);
+      ::close(fd);
+      if (error == EWOULDBLOCK)
+        return Status::Error("OUTPUT_LOCKED",
+                             out.path() + " is in use by another job (" + out.PathOf(kLockFile) +
+                                 " held by " + (holder.empty() ? "a process on another host"
+                                                                : "pid " + holder) + ")");
+      return Status::Error("IO_ERROR", "lock " + out.PathOf(kLockFile) + ": " + std::strerror(error));
+    }
+    if (!StillNamed(out.fd(), fd)) {  // removed by the job that held it: take the new one
+      ::close(fd);
+      continue;
+    }
+    return OutputLock(out, fd, created);
+  }
+  return Status::Error("OUTPUT_LOCKED", out.path() + ": " + kLockFile + " keeps being replaced");
+}
+
+OutputLock::OutputLock(OutputLock&& other) noexcept
+    : directory_fd_(std::exchange(other.directory_fd_, -1)),
+      fd_(std::exchange(other.fd_, -1)),
+      remove_on_release_(other.remove_on_release_),
+      cleanup_(std::move(other.cleanup_)) {}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  // Remove while still holding the lock, and only the file we hold: a taker
+  // that opened it meanwhile finds it unnamed and starts over.
+  if (remove_on_release_ && directory_fd_ >= 0 && StillNamed(directory_fd_, fd_))
+    ::unlinkat(directory_fd_, kLockFile, 0);
+  ::close(fd_);
+  if (directory_fd_ >= 0) ::close(directory_fd_);
+}
+
+}  // namespace dmlp

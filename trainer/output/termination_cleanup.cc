@@ -1,0 +1,99 @@
+#include "trainer/output/termination_cleanup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <utility>
+
+namespace dmlp {
+namespace {
+
+// A few files per rank at most: metrics.jsonl, rank-<r>.jsonl, dmlp.lock.
+constexpr int kSlots = 8;
+
+struct Slot {
+  std::atomic<bool> active{false};
+  int directory_fd = -1;
+  int fd = -1;
+  bool only_if_empty = false;
+  char name[64] = {};
+};
+
+Slot slots[kSlots];
+std::atomic<bool> claimed[kSlots];
+
+void RemoveRegistered() {
+  for (Slot& slot : slots) {
+    if (!slot.active.load()) continue;
+    struct stat held {}, named {};
+    if (::fstat(slot.fd, &held) != 0) continue;
+    if (slot.only_if_empty && held.st_size != 0) continue;
+    if (::fstatat(slot.directory_fd, slot.name, &named, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (named.st_dev != held.st_dev || named.st_ino != held.st_ino) continue;
+    ::unlinkat(slot.directory_fd, slot.name, 0);
+  }
+}
+
+void OnTermination(int signal_number) {
+  RemoveRegistered();
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+}  // namespace
+
+void InstallTerminationCleanup() {
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction action {};
+    action.sa_handler = OnTermination;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+TerminationCleanup::TerminationCleanup(int directory_fd, const char* name, int fd,
+                                       bool only_if_empty) {
+  if (std::strlen(name) >= sizeof(Slot::name)) return;
+  for (int index = 0; index < kSlots; ++index) {
+    bool expected = false;
+    if (!claimed[index].compare_exchange_strong(expected, true)) continue;
+    Slot& slot = slots[index];
+    slot.directory_fd = ::fcntl(directory_fd, F_DUPFD_CLOEXEC, 0);
+    slot.fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    slot.only_if_empty = only_if_empty;
+    std::strcpy(slot.name, name);
+    slot.active.store(slot.directory_fd >= 0 && slot.fd >= 0);
+    slot_ = index;
+    return;
+  }
+}
+
+TerminationCleanup::TerminationCleanup(TerminationCleanup&& other) noexcept
+    : slot_(std::exchange(other.slot_, -1)) {}
+
+TerminationCleanup& TerminationCleanup::operator=(TerminationCleanup&& other) noexcept {
+  if (this != &other) {
+    Release();
+    slot_ = std::exchange(other.slot_, -1);
+  }
+  return *this;
+}
+
+TerminationCleanup::~TerminationCleanup() { Release(); }
+
+void TerminationCleanup::Release() {
+  if (slot_ < 0) return;
+  Slot& slot = slots[slot_];
+  slot.active.store(false);
+  if (slot.directory_fd >= 0) ::close(slot.directory_fd);
+  if (slot.fd >= 0) ::close(slot.fd);
+  slot.directory_fd = slot.fd = -1;
+  claimed[slot_].store(false);
+  slot_ = -1;
+}
+
+}  // namespace dmlp

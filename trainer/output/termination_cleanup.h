@@ -1,0 +1,36 @@
+// defines: InstallTerminationCleanup, TerminationCleanup
+//
+// A job that started but is stopped before its first step (dmlp-launch tears
+// every rank down with SIGTERM when one rank fails) must not leave 0-byte
+// receipt files behind: the rerun would be OUTPUT_EXISTS. Destructors do not
+// run when a signal kills the process, so the files this rank created are
+// registered here, and a handler for SIGTERM, SIGINT and SIGHUP removes each
+// one that is still the same file (same inode under its name) and, for
+// receipts, still empty, then lets the signal kill the process as before.
+// The handler only calls async-signal-safe functions (fstat, fstatat,
+// unlinkat, signal, raise) on descriptors duplicated at registration.
+#pragma once
+
+namespace dmlp {
+
+/// main: installs the handler (once, before anything is created).
+void InstallTerminationCleanup();
+
+/// One registered file; unregisters (and closes its duplicates) when destroyed.
+class TerminationCleanup {
+ public:
+  TerminationCleanup() = default;
+  /// Registers `name` in the directory `directory_fd`, open here as `fd`.
+  /// `only_if_empty`: removed only while it has no byte (a receipt file).
+  TerminationCleanup(int directory_fd, const char* name, int fd, bool only_if_empty);
+  TerminationCleanup(TerminationCleanup&& other) noexcept;
+  TerminationCleanup& operator=(TerminationCleanup&& other) noexcept;
+  TerminationCleanup(const TerminationCleanup&) = delete;
+  ~TerminationCleanup();
+
+ private:
+  void Release();
+  int slot_ = -1;
+};
+
+}  // namespace dmlp
