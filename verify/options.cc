@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/build_info.h"
+
 namespace dmlp::verify {
 namespace {
 
@@ -48,7 +50,7 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
                                    "write the JSON report (schema dmlp-verify/1) to stdout, or --json=FILE");
   app.add_flag("--list-checks", command.list_checks, "print every check id, severity and meaning, and exit");
   app.add_option("RUN_DIR", command.verify.run_dir, "the run directory to verify");
-  app.set_version_flag("--version", std::string("dmlp-verify ") + DMLP_VERSION);
+  app.set_version_flag("--version", VersionText("dmlp-verify"));
   ParseOutcome outcome;
   std::ostringstream out, err;
   try {
