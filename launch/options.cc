@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <sstream>
 
+#include "common/build_info.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -116,7 +117,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                  "Ranks whose output is shown on the console: 0,2-3, all (default) or none; "
                  "log files keep every rank")
       ->type_name("LIST");
-  app.set_version_flag("--version", std::string("dmlp-launch ") + DMLP_VERSION);
+  app.set_version_flag("--version", VersionText("dmlp-launch"));
   // Everything from the first non-option word on belongs to COMMAND.
   app.prefix_command();
   try {

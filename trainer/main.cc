@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/build_info.h"
 #include "common/env.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   CLI::App app{"dmlp-train: one rank of a reproducible data-parallel MLP training job"};
   std::string config_path;
   app.add_option("--config", config_path, "YAML file of lower-case keys; the environment overrides it");
-  app.set_version_flag("--version", std::string("dmlp-train ") + DMLP_VERSION);
+  app.set_version_flag("--version", dmlp::VersionText("dmlp-train"));
   CLI11_PARSE(app, argc, argv);
 
   dmlp::Environment env = dmlp::Environment::FromProcess();

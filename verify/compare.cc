@@ -12,61 +12,108 @@ Result<int64_t> DrainLastStep(ReceiptStream& stream, Receipt& record, int64_t la
   }
 }
 
+// What differs between two records of the same step, or "" when nothing does.
+std::string WhatDiffers(const Receipt& golden, const Receipt& run) {
+  const bool digest = golden.params_sha256 != run.params_sha256, loss = golden.loss != run.loss;
+  if (digest && loss) return "both";
+  if (digest) return "params_sha256";
+  if (loss) return "loss";
+  return "";
+}
+
 }  // namespace
 
-Result<std::optional<Divergence>> CompareRuns(const RunDir& a, const std::string& a_name, int64_t a_rank,
-                                              const RunDir& b, const std::string& b_name, int64_t b_rank,
-                                              FindingSink& sink) {
+Result<RunComparison> CompareRuns(const ReceiptFile& golden, const ReceiptFile& run) {
   // Silent streams: each run's own defects were reported when it was verified.
-  DMLP_ASSIGN_OR_RETURN(auto stream_a, OpenReceiptStream(a, a_name, a_rank, nullptr));
-  DMLP_ASSIGN_OR_RETURN(auto stream_b, OpenReceiptStream(b, b_name, b_rank, nullptr));
-  Receipt record_a, record_b;
-  DMLP_ASSIGN_OR_RETURN(bool has_a, stream_a->Next(&record_a));
-  DMLP_ASSIGN_OR_RETURN(bool has_b, stream_b->Next(&record_b));
-  int64_t last_a = 0, last_b = 0;
-  while (has_a && has_b) {
-    std::optional<std::string> why;
-    std::string expected, actual;
-    const int64_t step = std::min(record_a.step, record_b.step);
-    if (record_a.step != record_b.step) {
-      why = "step " + std::to_string(step) + " is only in " + (record_a.step < record_b.step ? a.path() : b.path());
-      expected = "step " + std::to_string(record_a.step);
-      actual = "step " + std::to_string(record_b.step);
-    } else if (record_a.params_sha256 != record_b.params_sha256) {
-      why = "params_sha256 differs at step " + std::to_string(step);
-      expected = record_a.params_sha256;
-      actual = record_b.params_sha256;
-    } else if (record_a.loss != record_b.loss) {
-      why = "loss differs at step " + std::to_string(step);
-      expected = record_a.loss;
-      actual = record_b.loss;
+  DMLP_ASSIGN_OR_RETURN(auto golden_stream, OpenReceiptStream(*golden.dir, golden.name, golden.rank, nullptr));
+  DMLP_ASSIGN_OR_RETURN(auto run_stream, OpenReceiptStream(*run.dir, run.name, run.rank, nullptr));
+  Receipt golden_record, run_record;
+  DMLP_ASSIGN_OR_RETURN(bool has_golden, golden_stream->Next(&golden_record));
+  DMLP_ASSIGN_OR_RETURN(bool has_run, run_stream->Next(&run_record));
+  RunComparison comparison;
+  while (has_golden && has_run) {
+    if (golden_record.step != run_record.step) {
+      comparison.outcome = RunComparison::Outcome::kDiverged;
+      comparison.step = std::min(golden_record.step, run_record.step);
+      comparison.what = "step";
+      comparison.golden_value = "step " + std::to_string(golden_record.step);
+      comparison.run_value = "step " + std::to_string(run_record.step);
+      return comparison;
     }
-    if (why) {
-      sink.Add(Finding::Of("against.differs", b.Display(b_name), *why + " (expected: " + a.path() + ")")
-                   .AtStep(step)
-                   .Expect(expected, actual));
-      return std::optional<Divergence>(Divergence{step, "runs", {}, {a.path(), b.path()}});
+    if (std::string what = WhatDiffers(golden_record, run_record); !what.empty()) {
+      comparison.outcome = RunComparison::Outcome::kDiverged;
+      comparison.step = golden_record.step;
+      comparison.what = what;
+      const bool digest = what != "loss";
+      comparison.golden_value = digest ? golden_record.params_sha256 : golden_record.loss;
+      comparison.run_value = digest ? run_record.params_sha256 : run_record.loss;
+      return comparison;
     }
-    last_a = record_a.step;
-    last_b = record_b.step;
-    DMLP_ASSIGN_OR_RETURN(has_a, stream_a->Next(&record_a));
-    DMLP_ASSIGN_OR_RETURN(has_b, stream_b->Next(&record_b));
+    comparison.golden_last = comparison.run_last = golden_record.step;
+    DMLP_ASSIGN_OR_RETURN(has_golden, golden_stream->Next(&golden_record));
+    DMLP_ASSIGN_OR_RETURN(has_run, run_stream->Next(&run_record));
   }
-  if (has_a || has_b) {
-    if (has_a) {
-      DMLP_ASSIGN_OR_RETURN(last_a, DrainLastStep(*stream_a, record_a, record_a.step));
-    }
-    if (has_b) {
-      DMLP_ASSIGN_OR_RETURN(last_b, DrainLastStep(*stream_b, record_b, record_b.step));
-    }
-    const std::string& shorter = has_a ? b.path() : a.path();
-    sink.Add(Finding::Of("against.prefix", b.Display(b_name),
-                         shorter + " is a strict prefix of the other run: equal up to step " +
-                             std::to_string(std::min(last_a, last_b)))
-                 .AtStep(std::min(last_a, last_b) + 1)
-                 .Expect(std::to_string(last_a) + " steps", std::to_string(last_b) + " steps"));
+  comparison.step = comparison.golden_last;
+  if (has_golden) {
+    comparison.outcome = RunComparison::Outcome::kRunShorter;
+    DMLP_ASSIGN_OR_RETURN(comparison.golden_last, DrainLastStep(*golden_stream, golden_record, golden_record.step));
+  } else if (has_run) {
+    comparison.outcome = RunComparison::Outcome::kGoldenShorter;
+    DMLP_ASSIGN_OR_RETURN(comparison.run_last, DrainLastStep(*run_stream, run_record, run_record.step));
   }
-  return std::optional<Divergence>();
+  return comparison;
+}
+
+void AddComparisonFindings(const RunComparison& comparison, const Comparability& comparability,
+                           const ReceiptFile& golden, const ReceiptFile& run, bool golden_finished,
+                           bool run_finished, FindingSink& sink) {
+  const bool not_comparable = comparability.kind == Comparability::Kind::kNotComparable;
+  const std::string file = run.dir->Display(run.name);
+  // A difference between runs that need not match is worth saying, not a failure.
+  auto add = [&](Finding finding) {
+    if (not_comparable && finding.severity == Severity::kError) {
+      finding.severity = Severity::kInfo;
+      finding.message += " (the runs are not comparable, so this is expected)";
+    }
+    sink.Add(std::move(finding));
+  };
+  switch (comparison.outcome) {
+    case RunComparison::Outcome::kIdentical:
+      return;
+    case RunComparison::Outcome::kDiverged:
+      add(Finding::Of("against.differs", file,
+                      (comparison.what == "step" ? std::string("the steps differ")
+                       : comparison.what == "both" ? std::string("params_sha256 and loss differ")
+                                                   : comparison.what + " differs") +
+                          " at step " + std::to_string(comparison.step) + " (golden: " + golden.dir->path() + ")")
+              .AtStep(comparison.step)
+              .Expect(comparison.golden_value, comparison.run_value));
+      return;
+    case RunComparison::Outcome::kRunShorter:
+    case RunComparison::Outcome::kGoldenShorter: {
+      const bool run_shorter = comparison.outcome == RunComparison::Outcome::kRunShorter;
+      const bool shorter_finished = run_shorter ? run_finished : golden_finished;
+      const std::string shorter = run_shorter ? "RUN " + run.dir->path() : "GOLDEN " + golden.dir->path();
+      const std::string equal = ": equal up to step " + std::to_string(comparison.step);
+      Finding finding =
+          shorter_finished
+              ? Finding::Of("against.prefix", file, shorter + " finished before the other run" + equal)
+              : Finding::Of("against.incomplete", file, shorter + " has not finished" + equal);
+      add(finding.AtStep(comparison.step + 1)
+              .Expect(std::to_string(comparison.golden_last) + " steps", std::to_string(comparison.run_last) + " steps"));
+      return;
+    }
+  }
+}
+
+const char* ComparisonOutcomeName(RunComparison::Outcome outcome) {
+  switch (outcome) {
+    case RunComparison::Outcome::kIdentical: return "identical";
+    case RunComparison::Outcome::kDiverged: return "diverged";
+    case RunComparison::Outcome::kRunShorter: return "run_shorter";
+    case RunComparison::Outcome::kGoldenShorter: return "golden_shorter";
+  }
+  return "identical";
 }
 
 }  // namespace dmlp::verify

@@ -1,28 +1,59 @@
-// defines: CompareRuns
+// defines: ReceiptFile, RunComparison, CompareRuns, AddComparisonFindings, ComparisonOutcomeName
 //
-// --against: two runs' receipts compared step by step, after each was verified
-// on its own. Each run is represented by its lowest-ranked receipt file (rank 0
-// in any sound run; the ranks of one run agree or the run already failed).
-// Runs with a different number of processes but the same data shards promise
-// identical receipts, so the comparison is by step, not by file.
-//   - the first step whose (params_sha256, loss) differ, or that only one run
-//     has while the other goes on: against.differs, and a Divergence between runs;
-//   - no differing step but one run stops earlier: against.prefix.
+// --against GOLDEN RUN: the two runs' receipts compared step by step, after
+// each was verified on its own. Each run is represented by its lowest-ranked
+// receipt file (rank 0 in any sound run; the ranks of one run agree or the run
+// already failed). Runs with a different number of processes but the same data
+// shards promise identical receipts, so the comparison is by step, not by file.
+//
+// The verdict (comparability.h decides whether the runs must match):
+//   - identical: every step equal, same length;
+//   - diverged at step s: the first step whose params_sha256 or loss differ,
+//     or that only one run has while the other goes on: against.differs
+//     (error; info when the runs are not comparable);
+//   - RUN stops before GOLDEN, equal so far: still running or cut short
+//     (RUN incomplete) is against.incomplete (exit 3), a finished RUN is
+//     against.prefix (error; info when not comparable); the same when GOLDEN
+//     stops first.
 #pragma once
 
-#include <optional>
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
+#include "verify/comparability.h"
 #include "verify/findings.h"
 #include "verify/receipt_set.h"
 #include "verify/run_dir.h"
 
 namespace dmlp::verify {
 
-/// Compares run `a` (file `a_name`, rank `a_rank`) with run `b`; the Divergence when they differ at a step.
-Result<std::optional<Divergence>> CompareRuns(const RunDir& a, const std::string& a_name, int64_t a_rank,
-                                              const RunDir& b, const std::string& b_name, int64_t b_rank,
-                                              FindingSink& sink);
+/// One run's receipt file chosen to stand for it.
+struct ReceiptFile {
+  const RunDir* dir = nullptr;
+  std::string name;  // rank-N.jsonl
+  int64_t rank = 0;
+};
+
+struct RunComparison {
+  enum class Outcome { kIdentical, kDiverged, kRunShorter, kGoldenShorter };
+  Outcome outcome = Outcome::kIdentical;
+  int64_t step = 0;           // diverged: the first differing step; shorter: the last step both have
+  std::string what;           // diverged: "params_sha256", "loss", "both" or "step"
+  std::string golden_value, run_value;  // diverged: what each run has at `step`
+  int64_t golden_last = 0, run_last = 0;  // the last step of each
+};
+
+/// Compares the two runs' receipts (their own defects were reported when each was verified).
+Result<RunComparison> CompareRuns(const ReceiptFile& golden, const ReceiptFile& run);
+
+/// Adds the verdict's findings: `run_finished` / `golden_finished` say whether
+/// each run has a complete result.json and no incomplete receipts.
+void AddComparisonFindings(const RunComparison& comparison, const Comparability& comparability,
+                           const ReceiptFile& golden, const ReceiptFile& run, bool golden_finished,
+                           bool run_finished, FindingSink& sink);
+
+/// "identical", "diverged", "run_shorter" or "golden_shorter".
+const char* ComparisonOutcomeName(RunComparison::Outcome outcome);
 
 }  // namespace dmlp::verify

@@ -16,6 +16,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"line.too_long", E, "a line longer than 4096 bytes (not parsed)"},
     {"line.empty", E, "an empty line"},
     {"line.nul", E, "a NUL byte in a line"},
+    {"line.nul_tail", I, "the file ends in NUL bytes from a line boundary on: receipts lost when a process was restored (steps estimated)"},
     {"line.bom", E, "a line starts with a UTF-8 byte order mark"},
     {"line.not_json", E, "a line is not one JSON object"},
     {"line.duplicate_key", E, "a key appears twice in one record"},
@@ -65,8 +66,10 @@ const std::vector<CheckInfo> kCatalog = {
     {"state.invalid", E, "the state file named by result.json is missing, unsafe or not a valid state file"},
     {"state.digest_mismatch", E, "a digest recomputed from the state file differs from result.json or the last receipt"},
     // --against.
-    {"against.differs", E, "the two runs' receipts differ at a step (first step reported)"},
-    {"against.prefix", E, "one run's receipts are a strict prefix of the other's"},
+    {"against.differs", E, "RUN's receipts differ from GOLDEN's at a step (first step reported; info when the runs are not comparable)"},
+    {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's (info when the runs are not comparable)"},
+    {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's"},
+    {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
 };
 
 }  // namespace

@@ -9,6 +9,13 @@
 #include "common/receipt_reader.h"
 
 namespace dmlp::verify {
+namespace {
+
+bool IsAllNul(const char* bytes, size_t count) {
+  return std::all_of(bytes, bytes + count, [](char c) { return c == '\0'; });
+}
+
+}  // namespace
 
 LineReader::LineReader(UniqueFd fd, std::string display_name)
     : fd_(std::move(fd)), display_name_(std::move(display_name)), buffer_(kBufferBytes) {}
@@ -71,12 +78,14 @@ Result<bool> LineReader::Next(Line* line) {
   line->is_last = begin_ == end_ && eof_;
   line->too_long = length > kMaxReceiptLineBytes;
   line->text = std::string_view(buffer_.data() + line_begin, kept);
+  line->all_nul = length > 0 && IsAllNul(line->text.data(), kept);
   return true;
 }
 
 Result<bool> LineReader::SkipLongLine(Line* line) {
   long_prefix_.assign(buffer_.data() + begin_, 64);
   uint64_t length = end_ - begin_;
+  bool all_nul = IsAllNul(buffer_.data() + begin_, end_ - begin_);
   bool has_newline = false;
   begin_ = end_ = 0;
   while (!has_newline) {
@@ -86,9 +95,11 @@ Result<bool> LineReader::SkipLongLine(Line* line) {
     if (newline != nullptr) {
       begin_ = static_cast<size_t>(newline - buffer_.data()) + 1;
       length += begin_ - 1;
+      all_nul = all_nul && IsAllNul(buffer_.data(), begin_ - 1);
       has_newline = true;
     } else {
       length += end_;
+      all_nul = all_nul && IsAllNul(buffer_.data(), end_);
       end_ = 0;
     }
   }
@@ -100,6 +111,7 @@ Result<bool> LineReader::SkipLongLine(Line* line) {
   line->is_last = begin_ == end_ && eof_;
   line->too_long = true;
   line->text = long_prefix_;
+  line->all_nul = all_nul;
   return true;
 }
 

@@ -25,6 +25,7 @@ struct Line {
   bool has_newline = false;
   bool is_last = false;   // nothing follows this line in the file
   bool too_long = false;  // length > kMaxReceiptLineBytes; `text` holds only its start
+  bool all_nul = false;   // every byte of the line (all `length` of them, not only `text`) is NUL
 };
 
 class LineReader {

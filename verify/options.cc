@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/build_info.h"
+
 namespace dmlp::verify {
 namespace {
 
@@ -41,14 +43,19 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   std::string against;
   app.add_flag("--allow-incomplete", command.verify.allow_incomplete,
                "exit 0 instead of 3 when the run is consistent but incomplete");
-  app.add_option("--against", against, "also verify OTHER_RUN and compare the two step by step")
-      ->type_name("OTHER_RUN");
+  CLI::Option* against_option =
+      app.add_option("--against", against,
+                     "also verify GOLDEN, say whether the two must match, and compare them step by step")
+          ->type_name("GOLDEN");
+  app.add_flag("--require-comparable", command.verify.require_comparable,
+               "with --against: fail when the runs need not match (plan, build or stack differ)")
+      ->needs(against_option);
   // `{-}` makes a bare --json mean "-" (stdout); --json=FILE names a file.
   CLI::Option* json = app.add_flag("--json{-}", json_value,
                                    "write the JSON report (schema dmlp-verify/1) to stdout, or --json=FILE");
   app.add_flag("--list-checks", command.list_checks, "print every check id, severity and meaning, and exit");
   app.add_option("RUN_DIR", command.verify.run_dir, "the run directory to verify");
-  app.set_version_flag("--version", std::string("dmlp-verify ") + DMLP_VERSION);
+  app.set_version_flag("--version", VersionText("dmlp-verify"));
   ParseOutcome outcome;
   std::ostringstream out, err;
   try {

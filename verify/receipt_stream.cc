@@ -35,6 +35,7 @@ Result<bool> ReceiptStream::Next(Receipt* record) {
     }
     ++summary_.lines;
     const Receipt* found = RecordOfLine(line);
+    if (line.has_newline) last_line_bytes_ = line.length + 1;
     if (found != nullptr && Track(*found, line.number)) {
       *record = *found;
       record_line_ = line.number;
@@ -44,6 +45,10 @@ Result<bool> ReceiptStream::Next(Receipt* record) {
 }
 
 const Receipt* ReceiptStream::RecordOfLine(const Line& line) {
+  if (line.is_last && !line.has_newline && line.all_nul) {
+    ReportNulTail(line);
+    return nullptr;
+  }
   if (line.too_long) {
     Report("line.too_long", line.number,
            "line of " + std::to_string(line.length) + " bytes (limit " +
@@ -77,6 +82,28 @@ const Receipt* ReceiptStream::RecordOfLine(const Line& line) {
                    .Expect(std::to_string(*summary_.rank), std::to_string(*record->rank)));
   }
   return record;
+}
+
+// A file that ends in NUL bytes from a line boundary on: a process restored
+// from a point later than the file's contents wrote at its saved offset and
+// left a hole (or was stopped before writing into it). The receipts that the
+// hole stands for are lost, not damaged: incomplete, with the steps estimated
+// from the length of the line before it.
+void ReceiptStream::ReportNulTail(const Line& line) {
+  summary_.torn_last = true;
+  const int64_t last = summary_.last ? summary_.last->step : 0;
+  const uint64_t line_bytes = last_line_bytes_ > 0 ? last_line_bytes_ : 1;
+  const int64_t lost = static_cast<int64_t>((line.length + line_bytes / 2) / line_bytes);
+  std::string steps = lost <= 1 ? "step " + std::to_string(last + 1)
+                                : "steps " + std::to_string(last + 1) + ".." + std::to_string(last + lost);
+  if (sink_ != nullptr)
+    sink_->Add(Finding::Of("line.nul_tail", summary_.display,
+                           "the file ends in " + std::to_string(line.length) +
+                               " NUL bytes after step " + std::to_string(last) +
+                               ": receipts lost when the process was restored (" + steps +
+                               (last_line_bytes_ > 0 ? ", estimated from the line length)" : ")"))
+                   .AtLine(line.number)
+                   .AtStep(last + 1));
 }
 
 bool ReceiptStream::Track(const Receipt& record, int64_t line_number) {

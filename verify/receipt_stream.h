@@ -55,6 +55,7 @@ class ReceiptStream {
   // The record a line yields, if any (pointing into parse_ or glued_), after
   // reporting its framing and parse defects.
   const Receipt* RecordOfLine(const Line& line);
+  void ReportNulTail(const Line& line);
   // Applies the step rules; true when the record is accepted.
   bool Track(const Receipt& record, int64_t line_number);
   void Report(std::string_view id, int64_t line, std::string message);
@@ -66,6 +67,7 @@ class ReceiptStream {
   FileSummary summary_;
   bool replaying_ = false;  // after steps.restart, until the replay passes the old last step
   int64_t replay_step_ = 0;
+  uint64_t last_line_bytes_ = 0;  // the last line that ended in '\n', with it
   int64_t record_line_ = 0;
 };
 

@@ -55,12 +55,28 @@ json FindingToJson(const Finding& finding) {
           {"message", finding.message}};
 }
 
+json AgainstVerdictToJson(const std::optional<AgainstVerdict>& verdict) {
+  if (!verdict) return nullptr;
+  const RunComparison& comparison = verdict->comparison;
+  const bool diverged = comparison.outcome == RunComparison::Outcome::kDiverged;
+  return {{"comparability", ComparabilityName(verdict->comparability.kind)},
+          {"reasons", verdict->comparability.reasons},
+          {"outcome", ComparisonOutcomeName(comparison.outcome)},
+          {"step", comparison.step},
+          {"what", diverged ? json(comparison.what) : json(nullptr)},
+          {"golden_value", diverged ? json(comparison.golden_value) : json(nullptr)},
+          {"run_value", diverged ? json(comparison.run_value) : json(nullptr)},
+          {"golden_last_step", comparison.golden_last},
+          {"run_last_step", comparison.run_last}};
+}
+
 json Skeleton(const VerifyOptions& options) {
   return {{"schema", kReportSchema},
           {"version", DMLP_VERSION},
           {"run_dir", options.run_dir},
           {"against", OrNull(options.against)},
-          {"allow_incomplete", options.allow_incomplete}};
+          {"allow_incomplete", options.allow_incomplete},
+          {"require_comparable", options.require_comparable}};
 }
 
 }  // namespace
@@ -87,6 +103,7 @@ json ReportToJson(const Report& report) {
                           {"ranks", RanksToJson(other)},
                           {"metrics", other.receipts.metrics ? FileToJson(*other.receipts.metrics) : json(nullptr)}};
   }
+  out["against_verdict"] = AgainstVerdictToJson(report.against_verdict);
   json findings = json::array();
   for (const Finding& finding : report.findings.kept()) findings.push_back(FindingToJson(finding));
   out["findings"] = std::move(findings);
@@ -103,6 +120,7 @@ json ErrorReportToJson(const VerifyOptions& options, const Status& error) {
   out["ranks"] = json::array();
   out["metrics"] = nullptr;
   out["against_run"] = nullptr;
+  out["against_verdict"] = nullptr;
   out["findings"] = json::array();
   return out;
 }

@@ -5,7 +5,8 @@
 //
 //   schema        "dmlp-verify/1"
 //   version       dmlp-verify's version
-//   run_dir       RUN_DIR as given;  against: OTHER_RUN or null
+//   run_dir       RUN_DIR as given;  against: GOLDEN (--against) or null;
+//                 require_comparable: --require-comparable
 //   verdict       "PASS" | "INCOMPLETE" | "FAIL" | "ERROR" (exit 2)
 //   exit_code     0 | 1 | 2 | 3, exactly the process exit status
 //   error         null, or "CODE: detail" when verdict is ERROR
@@ -19,7 +20,14 @@
 //   ranks         [{rank, file, lines, records, first_step, last_step,
 //                   torn_last_line, last_loss, last_params_sha256}, ...]
 //   metrics       the same for metrics.jsonl (rank null), or null
-//   against_run   {summary, ranks, metrics} of OTHER_RUN, or null
+//   against_run   {summary, ranks, metrics} of GOLDEN, or null
+//   against_verdict  null, or {comparability: "must_match"|"not_comparable"|
+//                 "unknown", reasons: [what differs, or why unknown],
+//                 outcome: "identical"|"diverged"|"run_shorter"|"golden_shorter",
+//                 step (diverged: the first differing step; shorter: the last
+//                 common one), what ("params_sha256"|"loss"|"both"|"step" when
+//                 diverged, else null), golden_value, run_value,
+//                 golden_last_step, run_last_step}
 //   findings      [{id, severity, file, line, step, expected, actual, message}]
 //                 line/step/expected/actual null when not applicable; at most
 //                 20 per (id, file) and 2000 in all are listed, all are counted

@@ -33,6 +33,32 @@ std::string RunLine(const RunReport& run) {
   return line + "\n";
 }
 
+// "dmlp-verify: against GOLDEN: must match; diverged at step 4 (params_sha256)".
+std::string AgainstLine(const Report& report) {
+  const AgainstVerdict& verdict = *report.against_verdict;
+  std::string line = "dmlp-verify: against " + Printable(report.against->dir, 400) + ": ";
+  switch (verdict.comparability.kind) {
+    case Comparability::Kind::kMustMatch: line += "must match"; break;
+    case Comparability::Kind::kNotComparable: line += "not comparable"; break;
+    case Comparability::Kind::kUnknown: line += "comparability unknown"; break;
+  }
+  const RunComparison& comparison = verdict.comparison;
+  switch (comparison.outcome) {
+    case RunComparison::Outcome::kIdentical:
+      line += "; identical (" + std::to_string(comparison.run_last) + " steps)";
+      break;
+    case RunComparison::Outcome::kDiverged:
+      line += "; diverged at step " + std::to_string(comparison.step) + " (" + comparison.what + ")";
+      break;
+    case RunComparison::Outcome::kRunShorter:
+    case RunComparison::Outcome::kGoldenShorter:
+      line += "; equal up to step " + std::to_string(comparison.step) + ", RUN has " +
+              std::to_string(comparison.run_last) + " steps, GOLDEN " + std::to_string(comparison.golden_last);
+      break;
+  }
+  return line + "\n";
+}
+
 std::string Plural(size_t count, const char* word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
 }
@@ -55,6 +81,7 @@ std::string FormatHumanReport(const Report& report) {
   for (const Finding& finding : report.findings.kept()) out += FormatFindingLine(finding) + "\n";
   out += RunLine(report.run);
   if (report.against) out += RunLine(*report.against);
+  if (report.against_verdict) out += AgainstLine(report);
   const FindingSink& findings = report.findings;
   out += "dmlp-verify: " + Plural(findings.errors(), "error") + ", " + std::to_string(findings.incompletes()) +
          " incomplete, " + std::to_string(findings.infos()) + " info";

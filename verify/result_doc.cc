@@ -158,7 +158,13 @@ std::string ReadDoc(const json& root, ResultDoc& doc) {
     if (std::string next = GetString(root, "state_file", state_file); !next.empty()) return next;
     doc.state_file = state_file;
   }
-  if (has_dmlp) return RequireKind(root, "fingerprint", json::value_t::object);
+  doc.plan = root.at("plan");
+  doc.model = model;
+  if (auto build = root.find("build"); build != root.end() && build->is_object()) doc.build = *build;
+  if (has_dmlp) {
+    if (std::string next = RequireKind(root, "fingerprint", json::value_t::object); !next.empty()) return next;
+    doc.fingerprint = root.at("fingerprint");
+  }
   return {};
 }
 

@@ -5,7 +5,7 @@
 // plus `fingerprint`, `state_file`). The parser is strict where nlohmann is
 // lenient: duplicate keys anywhere, nesting deeper than 64, or integers written
 // as 1.0 / "1" / true make the document invalid (result.invalid). Fields it
-// does not know are allowed. Checks against the receipts are in result_check.h.
+// does not know are allowed (dmlp's `build` among them). Checks against the receipts are in result_check.h.
 //
 // Required (both formats): complete (bool), steps (int >= 0), final_loss
 // (string), params_sha256, final_params_sha256, final_opt_state_sha256 (64
@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace dmlp::verify {
 
@@ -43,6 +45,9 @@ struct ResultDoc {
   std::vector<std::string> rank_files;
   std::optional<int64_t> model_processes;  // model.processes when present
   std::optional<std::string> state_file;
+  // What --against compares to decide whether two runs must match
+  // (comparability.h): null where the document has none.
+  nlohmann::json plan, model, fingerprint, build;
 };
 
 struct ResultParse {

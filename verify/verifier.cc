@@ -102,6 +102,7 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
   DMLP_ASSIGN_OR_RETURN(RunDir dir, RunDir::Open(path));
   RunReport report;
   report.dir = path;
+  const size_t incompletes_before = sink.incompletes();
   DMLP_ASSIGN_OR_RETURN(DirListing listing, dir.List());
   DMLP_ASSIGN_OR_RETURN(std::optional<ResultDoc> doc, ReadResult(dir, report, sink));
   DMLP_ASSIGN_OR_RETURN(auto rank_files, SelectRankFiles(dir, listing, doc, report, sink));
@@ -119,8 +120,47 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
     CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
     DMLP_ASSIGN_OR_RETURN(report.state_status, CheckStateFile(dir, *doc, report.receipts.LastRecord(), sink));
   }
+  report.finished = doc && doc->complete && sink.incompletes() == incompletes_before;
+  report.result = std::move(doc);
   return report;
 }
+
+namespace {
+
+// --against GOLDEN: must the runs match (comparability.h), then do they (compare.h).
+Status JudgeAgainst(const VerifyOptions& options, Report& report) {
+  const auto& golden_ranks = report.against->receipts.ranks;
+  const auto& run_ranks = report.run.receipts.ranks;
+  if (golden_ranks.empty() || run_ranks.empty()) return Status::Ok();  // ranks.none said why
+  DMLP_ASSIGN_OR_RETURN(RunDir golden_dir, RunDir::Open(*options.against));
+  DMLP_ASSIGN_OR_RETURN(RunDir run_dir, RunDir::Open(options.run_dir));
+  const ReceiptFile golden{&golden_dir, golden_ranks.front().name, *golden_ranks.front().rank};
+  const ReceiptFile run{&run_dir, run_ranks.front().name, *run_ranks.front().rank};
+  AgainstVerdict verdict;
+  verdict.comparability = CompareSetups(report.against->result, report.run.result);
+  // Unknown comparability is held to matching, as before (no finding; the
+  // verdict line says so); --require-comparable refuses it too.
+  const bool not_comparable = verdict.comparability.kind == Comparability::Kind::kNotComparable;
+  if (not_comparable || (options.require_comparable && verdict.comparability.kind == Comparability::Kind::kUnknown)) {
+    std::string why;
+    for (const std::string& reason : verdict.comparability.reasons) why += (why.empty() ? "" : "; ") + reason;
+    Finding finding = Finding::Of("against.not_comparable", run_dir.path(),
+                                  not_comparable
+                                      ? "not comparable with " + golden_dir.path() + ": " + why
+                                      : "comparability with " + golden_dir.path() + " unknown: " + why);
+    if (options.require_comparable) finding.severity = Severity::kError;
+    report.findings.Add(std::move(finding));
+  }
+  DMLP_ASSIGN_OR_RETURN(verdict.comparison, CompareRuns(golden, run));
+  AddComparisonFindings(verdict.comparison, verdict.comparability, golden, run, report.against->finished,
+                        report.run.finished, report.findings);
+  if (!report.first_divergence && verdict.comparison.outcome == RunComparison::Outcome::kDiverged)
+    report.first_divergence = Divergence{verdict.comparison.step, "runs", {}, {run_dir.path(), golden_dir.path()}};
+  report.against_verdict = std::move(verdict);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<Report> Verify(const VerifyOptions& options) {
   Report report;
@@ -128,19 +168,9 @@ Result<Report> Verify(const VerifyOptions& options) {
   DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings));
   report.first_divergence = report.run.receipts.divergence;
   if (options.against) {
-    DMLP_ASSIGN_OR_RETURN(RunReport other, VerifyRun(*options.against, report.findings));
-    if (!report.first_divergence) report.first_divergence = other.receipts.divergence;
-    const auto& ranks_a = report.run.receipts.ranks;
-    const auto& ranks_b = other.receipts.ranks;
-    if (!ranks_a.empty() && !ranks_b.empty()) {
-      DMLP_ASSIGN_OR_RETURN(RunDir dir_a, RunDir::Open(options.run_dir));
-      DMLP_ASSIGN_OR_RETURN(RunDir dir_b, RunDir::Open(*options.against));
-      DMLP_ASSIGN_OR_RETURN(std::optional<Divergence> between,
-                            CompareRuns(dir_a, ranks_a.front().name, *ranks_a.front().rank, dir_b,
-                                        ranks_b.front().name, *ranks_b.front().rank, report.findings));
-      if (!report.first_divergence) report.first_divergence = between;
-    }
-    report.against = std::move(other);
+    DMLP_ASSIGN_OR_RETURN(report.against, VerifyRun(*options.against, report.findings));
+    if (!report.first_divergence) report.first_divergence = report.against->receipts.divergence;
+    DMLP_RETURN_IF_ERROR(JudgeAgainst(options, report));
   }
   if (report.findings.errors() > 0) {
     report.verdict = Verdict::kFail;

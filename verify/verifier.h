@@ -12,6 +12,8 @@
 #include <string>
 
 #include "common/status.h"
+#include "verify/compare.h"
+#include "verify/comparability.h"
 #include "verify/findings.h"
 #include "verify/receipt_set.h"
 
@@ -19,8 +21,9 @@ namespace dmlp::verify {
 
 struct VerifyOptions {
   std::string run_dir;
-  std::optional<std::string> against;  // --against OTHER_RUN
+  std::optional<std::string> against;  // --against GOLDEN: the run RUN_DIR must match
   bool allow_incomplete = false;       // incomplete exits 0 instead of 3
+  bool require_comparable = false;     // --require-comparable: runs that need not match fail
 };
 
 /// What was found in one run directory.
@@ -31,7 +34,15 @@ struct RunReport {
   std::string result_status = "absent";  // "absent", "valid", "invalid"
   std::string state_status = "not_checked";  // "absent", "verified", "mismatch", "invalid", "not_checked"
   int64_t processes = 0;                 // result.json's processes, else the rank files found
+  bool finished = false;                 // a complete result.json and nothing incomplete
+  std::optional<ResultDoc> result;       // result.json when valid
   ReceiptSetSummary receipts;
+};
+
+/// --against's verdict: must the runs match, and do they.
+struct AgainstVerdict {
+  Comparability comparability;
+  RunComparison comparison;
 };
 
 enum class Verdict { kPass, kIncomplete, kFail };
@@ -39,7 +50,8 @@ enum class Verdict { kPass, kIncomplete, kFail };
 struct Report {
   VerifyOptions options;
   RunReport run;
-  std::optional<RunReport> against;
+  std::optional<RunReport> against;  // GOLDEN
+  std::optional<AgainstVerdict> against_verdict;  // when both runs have receipts
   FindingSink findings;
   // Within RUN_DIR, else within OTHER_RUN, else between the two runs.
   std::optional<Divergence> first_divergence;

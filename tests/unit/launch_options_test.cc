@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_info.h"
 #include "launch/launch_errors.h"
 #include "launch/options.h"
 
@@ -114,7 +115,8 @@ TEST(LaunchOptions, HelpAndVersionArePrintedNotRun) {
   EXPECT_NE(help->print_and_exit->find("--grace"), std::string::npos);
   Result<CommandLine> version = Parse({"--version"});
   ASSERT_TRUE(version.ok());
-  EXPECT_EQ(*version->print_and_exit, std::string("dmlp-launch ") + DMLP_VERSION + "\n");
+  EXPECT_EQ(*version->print_and_exit, VersionText("dmlp-launch") + "\n");
+  EXPECT_EQ(version->print_and_exit->rfind(std::string("dmlp-launch ") + DMLP_VERSION + "\ncommit: ", 0), 0u);
 }
 
 TEST(LaunchOptions, RestartsAreStrict) {

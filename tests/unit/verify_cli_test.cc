@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/build_info.h"
 #include "tests/unit/verify_test_util.h"
 
 namespace dmlp::verify {
@@ -109,10 +110,11 @@ TEST(VerifyCliTest, UsageHelpVersion) {
   EXPECT_EQ(RunVerify({"--no-such-option", "x"}).exit_code, 2);
   Ran help = RunVerify({"--help"});
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.out.find("--against OTHER_RUN"), std::string::npos);
+  EXPECT_NE(help.out.find("--against GOLDEN"), std::string::npos);
   Ran version = RunVerify({"--version"});
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_EQ(version.out, std::string("dmlp-verify ") + DMLP_VERSION + "\n");
+  EXPECT_EQ(version.out, VersionText("dmlp-verify") + "\n");
+  EXPECT_EQ(version.out.rfind(std::string("dmlp-verify ") + DMLP_VERSION + "\ncommit: ", 0), 0u);
   Ran checks = RunVerify({"--list-checks"});
   EXPECT_EQ(checks.exit_code, 0);
   EXPECT_NE(checks.out.find("| `ranks.hash_divergence` | error |"), std::string::npos);

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/build_info.h"
 #include "tests/unit/verify_test_util.h"
 #include "verify/finding_catalog.h"
 #include "verify/options.h"
@@ -115,7 +116,8 @@ TEST(OptionsTest, UsageErrorsExitTwoHelpAndVersionZero) {
   EXPECT_NE(help.out.find("--json[=FILE]"), std::string::npos) << help.out;
   ParseOutcome version = Parse({"--version"});
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_EQ(version.out, std::string("dmlp-verify ") + DMLP_VERSION + "\n");
+  EXPECT_EQ(version.out, VersionText("dmlp-verify") + "\n");
+  EXPECT_EQ(version.out.rfind(std::string("dmlp-verify ") + DMLP_VERSION + "\ncommit: ", 0), 0u);
   ParseOutcome list = Parse({"--list-checks"});
   ASSERT_TRUE(list.command);
   EXPECT_TRUE(list.command->list_checks);

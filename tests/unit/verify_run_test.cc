@@ -90,6 +90,34 @@ TEST(VerifyRunTest, AgainstComparesByStep) {
   ASSERT_TRUE(differs.first_divergence);
   EXPECT_EQ(differs.first_divergence->between, "runs");
   EXPECT_EQ(differs.first_divergence->step, 3);
+  // The reference's format records no build: comparability unknown, held to matching.
+  ASSERT_TRUE(differs.against_verdict);
+  EXPECT_EQ(differs.against_verdict->comparability.kind, Comparability::Kind::kUnknown);
+  EXPECT_EQ(differs.against_verdict->comparison.outcome, RunComparison::Outcome::kDiverged);
+  EXPECT_EQ(differs.against_verdict->comparison.what, "both");
+}
+
+TEST(VerifyRunTest, AgainstARunStillGoingIsIncompleteNotAFailure) {
+  TempDir golden, run;
+  testing::WriteReferenceRun(golden, 2, 5);
+  testing::WriteReferenceRun(run, 2, 3);
+  std::filesystem::remove(run.File("result.json"));
+  Report report = MustVerify(run.path(), golden.path());
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(Ids(report), (std::set<std::string>{"result.missing", "state.absent", "against.incomplete"}));
+  EXPECT_EQ(report.against_verdict->comparison.outcome, RunComparison::Outcome::kRunShorter);
+  EXPECT_EQ(report.against_verdict->comparison.step, 3);
+  // GOLDEN still going, RUN finished and longer: the same, the other way round.
+  Report reversed = MustVerify(golden.path(), run.path());
+  EXPECT_EQ(reversed.exit_code, 3);
+  EXPECT_EQ(reversed.against_verdict->comparison.outcome, RunComparison::Outcome::kGoldenShorter);
+  // --require-comparable refuses a comparison it cannot vouch for.
+  VerifyOptions strict{run.path(), golden.path()};
+  strict.require_comparable = true;
+  Result<Report> refused = Verify(strict);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->exit_code, 1);
+  EXPECT_TRUE(Ids(*refused).contains("against.not_comparable"));
 }
 
 TEST(VerifyRunTest, UnreadableDirectoryIsTrouble) {

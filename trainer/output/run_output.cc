@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/build_info.h"
 #include "common/file_util.h"
 #include "common/out_dir.h"
 #include "common/py_json.h"
@@ -25,8 +26,9 @@ nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string
   nlohmann::json rank_files = nlohmann::json::array();
   for (int64_t rank = 0; rank < plan.num_processes; ++rank) rank_files.push_back(RankFileName(rank));
   // The reference's fields (runtime.py Output.complete + train.py details),
-  // jax_version replaced by dmlp_version, plus fingerprint and state_file.
+  // jax_version replaced by dmlp_version, plus build, fingerprint and state_file.
   return {
+      {"build", BuildDocument(ThisBuild())},
       {"complete", true},
       {"dataset", "deterministic globally indexed Philox4x32-10 features and labels"},
       {"digest_cost", "copies the state to host memory each step; hashed on a background thread "

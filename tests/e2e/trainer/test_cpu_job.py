@@ -5,6 +5,7 @@ import math
 import os
 import signal
 import socket
+import subprocess
 import time
 import unittest
 from pathlib import Path
@@ -43,6 +44,14 @@ class CompleteRuns(JobTestCase):
         self.assertEqual(document["final_loss"], last["loss"])
         self.assertEqual(document["fingerprint"]["platform"], "cpu")
         self.assertEqual(document["fingerprint"]["data_shards"], 4)
+        # The build it ran from, as `dmlp-train --version` names it.
+        build = document["build"]
+        self.assertRegex(build["git_commit"], r"^([0-9a-f]{40}|unknown)$")
+        self.assertIn(build["git_dirty"], ("true", "false", "unknown"))
+        version = subprocess.run([str(TRAIN), "--version"], capture_output=True, text=True)
+        self.assertEqual(version.returncode, 0)
+        self.assertIn("commit: " + build["git_commit"], version.stdout)
+        self.assertIn("compiler: " + build["compiler"], version.stdout)
         for line in (out / "rank-0.jsonl").read_text().splitlines():
             record = json.loads(line)
             self.assertEqual(line, json.dumps(record, sort_keys=True))

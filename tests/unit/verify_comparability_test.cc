@@ -1,0 +1,88 @@
+// --against's first question: must two runs match? (verify/comparability.h)
+#include "verify/comparability.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace dmlp::verify {
+namespace {
+
+// A dmlp result.json's comparable parts, from committed sources.
+ResultDoc Doc() {
+  ResultDoc doc;
+  doc.format = ResultDoc::Format::kDmlp;
+  doc.plan = {{"batch", 64}, {"data_shards", 2}, {"learning_rate", 0.001}, {"out_dir", "/runs/a"},
+              {"platform", "cpu"}, {"reduction", "ordered"}, {"seed", 42}, {"steps", 20}};
+  doc.model = {{"classes", 10}, {"features", 64}, {"layers", 3}, {"port", 12355}, {"process_id", 0},
+               {"processes", 2}, {"width", 128}};
+  doc.build = {{"version", "0.1.0"}, {"git_commit", std::string(40, 'a')}, {"git_dirty", "false"},
+               {"compiler", "GNU 12.2.0"}};
+  doc.fingerprint = {{"platform", "cpu"}, {"blas", {{"kernel", "skx"}, {"threads", 1}}},
+                     {"collectives", "gloo 0.5.0 tcp"}, {"nccl_env", nlohmann::json::object()}};
+  return doc;
+}
+
+TEST(Comparability, SamePlanBuildAndStackMustMatch) {
+  Comparability same = CompareSetups(Doc(), Doc());
+  EXPECT_EQ(same.kind, Comparability::Kind::kMustMatch);
+  EXPECT_TRUE(same.reasons.empty());
+}
+
+TEST(Comparability, WhatNeverChangesABitIsIgnored) {
+  ResultDoc other = Doc();
+  other.plan["out_dir"] = "/runs/b";
+  other.plan["steps"] = 1200;
+  other.model["port"] = 29500;
+  other.model["processes"] = 1;  // the ordered reduction's promise
+  other.fingerprint["blas"]["threads"] = 2;
+  other.fingerprint["collectives"] = "none (1 process)";
+  other.fingerprint["nccl_env"] = {{"NCCL_P2P_DISABLE", "1"}};
+  EXPECT_EQ(CompareSetups(Doc(), other).kind, Comparability::Kind::kMustMatch);
+}
+
+TEST(Comparability, UnderAllreduceTheWorldSizeMatters) {
+  ResultDoc golden = Doc(), run = Doc();
+  golden.plan["reduction"] = run.plan["reduction"] = "allreduce";
+  run.model["processes"] = 4;
+  Comparability result = CompareSetups(golden, run);
+  EXPECT_EQ(result.kind, Comparability::Kind::kNotComparable);
+  ASSERT_EQ(result.reasons.size(), 1u);
+  EXPECT_EQ(result.reasons[0], "model.processes: 2 vs 4");
+}
+
+TEST(Comparability, EveryDifferenceIsNamed) {
+  ResultDoc run = Doc();
+  run.plan["seed"] = 43;
+  run.build["git_commit"] = std::string(40, 'b');
+  run.fingerprint["blas"]["kernel"] = "haswell";
+  run.fingerprint["gpu"] = "NVIDIA L4";
+  Comparability result = CompareSetups(Doc(), run);
+  EXPECT_EQ(result.kind, Comparability::Kind::kNotComparable);
+  EXPECT_EQ(result.reasons,
+            (std::vector<std::string>{"plan.seed: 42 vs 43",
+                                      "build.git_commit: \"" + std::string(40, 'a') + "\" vs \"" +
+                                          std::string(40, 'b') + "\"",
+                                      "fingerprint.blas.kernel: \"skx\" vs \"haswell\"",
+                                      "fingerprint.gpu: (absent) vs \"NVIDIA L4\""}));
+}
+
+TEST(Comparability, UnknownWithoutResultBuildOrCommittedSources) {
+  Comparability missing = CompareSetups(std::nullopt, Doc());
+  EXPECT_EQ(missing.kind, Comparability::Kind::kUnknown);
+  EXPECT_EQ(missing.reasons, (std::vector<std::string>{"GOLDEN has no valid result.json"}));
+  ResultDoc reference = Doc();
+  reference.format = ResultDoc::Format::kReference;
+  EXPECT_EQ(CompareSetups(Doc(), reference).reasons,
+            (std::vector<std::string>{"RUN's result.json records no build"}));
+  ResultDoc dirty = Doc();
+  dirty.build["git_dirty"] = "true";
+  Comparability both_dirty = CompareSetups(dirty, dirty);
+  EXPECT_EQ(both_dirty.kind, Comparability::Kind::kUnknown);
+  ASSERT_EQ(both_dirty.reasons.size(), 1u);
+  EXPECT_NE(both_dirty.reasons[0].find("uncommitted changes"), std::string::npos);
+  EXPECT_STREQ(ComparabilityName(both_dirty.kind), "unknown");
+}
+
+}  // namespace
+}  // namespace dmlp::verify

@@ -1,0 +1,42 @@
+// defines: Comparability, CompareSetups, ComparabilityName
+//
+// --against GOLDEN RUN first asks whether the two runs must give identical
+// receipts. dmlp promises bits for the same plan on the same stack with the
+// same build (DESIGN.md), so two runs must match when their result.json agree
+// on
+//   - the plan and model, except what never changes a bit: STEPS (a shorter
+//     run is a prefix), OUT_DIR, the port, the heartbeat, checkpoints, and the
+//     number of processes under the ordered reduction (its promise);
+//   - the build (version, git commit, uncommitted changes, compilers, CUDA
+//     architectures and headers);
+//   - the fingerprint (platform, CPU or GPU model, libraries, BLAS kernel,
+//     precision, shards), except what only moves bytes: BLAS threads, the
+//     collectives library and NCCL's transport variables (under the ordered
+//     reduction).
+// Otherwise they are not comparable, and a difference in the receipts is not
+// a failure to reproduce. Without result.json on one side (a run still going),
+// in the reference's format (no build, no fingerprint), or from a build with
+// uncommitted changes (its sources have no name), it is unknown; the verifier
+// then holds the runs to matching, as it always did.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verify/result_doc.h"
+
+namespace dmlp::verify {
+
+struct Comparability {
+  enum class Kind { kMustMatch, kNotComparable, kUnknown };
+  Kind kind = Kind::kUnknown;
+  std::vector<std::string> reasons;  // what differs ("plan.seed: 42 vs 43"), or why it is unknown
+};
+
+/// Decides from the two result.json documents (absent or invalid: nullopt).
+Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run);
+/// "must_match", "not_comparable" or "unknown".
+const char* ComparabilityName(Comparability::Kind kind);
+
+}  // namespace dmlp::verify
