@@ -26,17 +26,22 @@ Result<std::optional<Divergence>> CompareRuns(const RunDir& a, const std::string
   int64_t last_a = 0, last_b = 0;
   while (has_a && has_b) {
     std::optional<std::string> why;
-    std::string expected, actual;
+    std::string expected, actual, differs_in;
     const int64_t step = std::min(record_a.step, record_b.step);
+    const bool hash_differs = record_a.params_sha256 != record_b.params_sha256;
+    const bool loss_differs = record_a.loss != record_b.loss;
     if (record_a.step != record_b.step) {
       why = "step " + std::to_string(step) + " is only in " + (record_a.step < record_b.step ? a.path() : b.path());
       expected = "step " + std::to_string(record_a.step);
       actual = "step " + std::to_string(record_b.step);
-    } else if (record_a.params_sha256 != record_b.params_sha256) {
+      differs_in = "step";
+    } else if (hash_differs) {
       why = "params_sha256 differs at step " + std::to_string(step);
       expected = record_a.params_sha256;
       actual = record_b.params_sha256;
-    } else if (record_a.loss != record_b.loss) {
+      differs_in = loss_differs ? "both" : "params_sha256";
+    } else if (loss_differs) {
+      differs_in = "loss";
       why = "loss differs at step " + std::to_string(step);
       expected = record_a.loss;
       actual = record_b.loss;
@@ -45,7 +50,7 @@ Result<std::optional<Divergence>> CompareRuns(const RunDir& a, const std::string
       sink.Add(Finding::Of("against.differs", b.Display(b_name), *why + " (expected: " + a.path() + ")")
                    .AtStep(step)
                    .Expect(expected, actual));
-      return std::optional<Divergence>(Divergence{step, "runs", {}, {a.path(), b.path()}});
+      return std::optional<Divergence>(Divergence{step, "runs", {}, {a.path(), b.path()}, differs_in});
     }
     last_a = record_a.step;
     last_b = record_b.step;

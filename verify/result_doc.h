@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dmlp::verify {
@@ -43,6 +44,9 @@ struct ResultDoc {
   std::vector<std::string> rank_files;
   std::optional<int64_t> model_processes;  // model.processes when present
   std::optional<std::string> state_file;
+  // plan, model and fingerprint flattened for people ("plan.batch" -> "8"):
+  // strings as they are, other values as JSON text. Shown, never checked.
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 struct ResultParse {

@@ -98,7 +98,7 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
 
 }  // namespace
 
-Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace) {
   DMLP_ASSIGN_OR_RETURN(RunDir dir, RunDir::Open(path));
   RunReport report;
   report.dir = path;
@@ -111,11 +111,14 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
     sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
   if (metrics.kind == FileKind::kNotRegular)
     sink.Add(Finding::Of("file.not_regular", dir.Display("metrics.jsonl"), "not a regular file (not followed)"));
-  DMLP_ASSIGN_OR_RETURN(report.receipts,
-                        CheckReceiptSet(dir, rank_files, metrics.kind == FileKind::kRegular, sink));
+  auto run_trace = trace ? std::make_shared<RunTrace>() : nullptr;
+  DMLP_ASSIGN_OR_RETURN(report.receipts, CheckReceiptSet(dir, rank_files, metrics.kind == FileKind::kRegular,
+                                                         sink, run_trace.get()));
+  report.trace = std::move(run_trace);
   if (!rank_files.empty() && !report.receipts.LastRecord())
     sink.Add(Finding::Of("ranks.none", dir.path(), "the receipt files hold no record"));
   if (doc) {
+    report.settings = doc->settings;
     CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
     DMLP_ASSIGN_OR_RETURN(report.state_status, CheckStateFile(dir, *doc, report.receipts.LastRecord(), sink));
   }
@@ -125,10 +128,10 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
 Result<Report> Verify(const VerifyOptions& options) {
   Report report;
   report.options = options;
-  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings));
+  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings, options.trace));
   report.first_divergence = report.run.receipts.divergence;
   if (options.against) {
-    DMLP_ASSIGN_OR_RETURN(RunReport other, VerifyRun(*options.against, report.findings));
+    DMLP_ASSIGN_OR_RETURN(RunReport other, VerifyRun(*options.against, report.findings, options.trace));
     if (!report.first_divergence) report.first_divergence = other.receipts.divergence;
     const auto& ranks_a = report.run.receipts.ranks;
     const auto& ranks_b = other.receipts.ranks;
@@ -139,6 +142,7 @@ Result<Report> Verify(const VerifyOptions& options) {
                             CompareRuns(dir_a, ranks_a.front().name, *ranks_a.front().rank, dir_b,
                                         ranks_b.front().name, *ranks_b.front().rank, report.findings));
       if (!report.first_divergence) report.first_divergence = between;
+      report.between_runs = between;
     }
     report.against = std::move(other);
   }

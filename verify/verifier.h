@@ -8,12 +8,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "verify/findings.h"
 #include "verify/receipt_set.h"
+#include "verify/run_trace.h"
 
 namespace dmlp::verify {
 
@@ -21,6 +25,7 @@ struct VerifyOptions {
   std::string run_dir;
   std::optional<std::string> against;  // --against OTHER_RUN
   bool allow_incomplete = false;       // incomplete exits 0 instead of 3
+  bool trace = false;                  // keep a RunTrace per run (for --html)
 };
 
 /// What was found in one run directory.
@@ -32,6 +37,8 @@ struct RunReport {
   std::string state_status = "not_checked";  // "absent", "verified", "mismatch", "invalid", "not_checked"
   int64_t processes = 0;                 // result.json's processes, else the rank files found
   ReceiptSetSummary receipts;
+  std::vector<std::pair<std::string, std::string>> settings;  // result.json's plan/model/fingerprint
+  std::shared_ptr<const RunTrace> trace;  // when VerifyOptions::trace
 };
 
 enum class Verdict { kPass, kIncomplete, kFail };
@@ -43,14 +50,16 @@ struct Report {
   FindingSink findings;
   // Within RUN_DIR, else within OTHER_RUN, else between the two runs.
   std::optional<Divergence> first_divergence;
+  std::optional<Divergence> between_runs;  // --against: where the two runs part, even when
+                                          // first_divergence is within one of them
   Verdict verdict = Verdict::kPass;
   int exit_code = 0;
 };
 
 /// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR.
 Result<Report> Verify(const VerifyOptions& options);
-/// Verifies one run directory, adding its findings to `sink`.
-Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink);
+/// Verifies one run directory, adding its findings to `sink` (and keeping a trace when `trace`).
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace = false);
 /// "PASS", "INCOMPLETE" or "FAIL".
 const char* VerdictName(Verdict verdict);
 
