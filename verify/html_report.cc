@@ -21,7 +21,7 @@ header.pass{background:#1f7a3a}header.incomplete{background:#a26100}header.fail{
 header.error{background:#5b2a86}header p{margin:4px 0 0}
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #d5dbe1;padding:3px 6px;text-align:left;
 vertical-align:top;overflow-wrap:anywhere}th{background:#f1f4f7}table.run{width:auto;min-width:60%}
-table.run th{white-space:nowrap;font-weight:500}#findings th,td.severity,td.step{white-space:nowrap}
+table.run th{white-space:nowrap;font-weight:500}#findings th,#findings code,td.severity,td.step{white-space:nowrap}
 tr.error td.severity{color:#b42318;font-weight:600}tr.incomplete td.severity{color:#a26100;font-weight:600}
 code,.mono{font-family:ui-monospace,monospace;font-size:12px}
 svg{width:100%;height:auto;display:block}.plot{fill:#fbfcfd;stroke:#c9d1d9}
@@ -198,19 +198,23 @@ std::string FormatHtmlReport(const Report& report) {
   const char* verdict = VerdictName(report.verdict);
   const FindingSink& findings = report.findings;
   std::string html = PageStart(std::string("dmlp-verify: ") + verdict + " &mdash; " + HtmlEscape(report.run.dir, 200));
+  const RunReport& run = report.run;
   html += Header(verdict, report.exit_code,
-                 std::to_string(findings.errors()) + " error(s), " + std::to_string(findings.incompletes()) +
-                     " incomplete, " + std::to_string(findings.infos()) + " info");
-  html += "<h2>Run" + std::string(report.against ? "s" : "") + "</h2>" + RunTable(report.run);
-  if (report.against) html += "<p>compared with</p>" + RunTable(*report.against);
+                 std::to_string(run.processes) + " ranks &middot; " + std::to_string(run.receipts.last_step) +
+                     " steps &middot; " + std::to_string(findings.errors()) + " error(s), " +
+                     std::to_string(findings.incompletes()) + " incomplete, " + std::to_string(findings.infos()) +
+                     " info &middot; <span class=\"mono\">" + HtmlEscape(run.dir, 400) + "</span>");
+  // Pictures first (what a person looks for), then the details they point to.
   html += DivergenceSection(report);
   html += LossSection(report);
   html += "<h2>Ranks &times; steps</h2><p class=\"key\"><span style=\"background:#8fd19e\"></span>"
           "agrees with the majority<span style=\"background:#d93025\"></span>differs"
           "<span style=\"background:#b8bec4\"></span>no record at that step</p>";
-  html += StripSection(report.run);
+  html += StripSection(run);
   if (report.against) html += StripSection(*report.against);
   html += FindingsSection(findings);
+  html += "<h2>Run" + std::string(report.against ? "s" : "") + ": plan and fingerprint</h2>" + RunTable(run);
+  if (report.against) html += "<p>compared with</p>" + RunTable(*report.against);
   return html + PageEnd();
 }
 

@@ -155,6 +155,7 @@ TEST(VerifyCliTest, UsageHelpVersion) {
   Ran help = RunVerify({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--against OTHER_RUN"), std::string::npos);
+  EXPECT_NE(help.out.find("--html FILE"), std::string::npos) << help.out;
   Ran version = RunVerify({"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out, std::string("dmlp-verify ") + DMLP_VERSION + "\n");
