@@ -99,9 +99,14 @@ std::string DivergenceSection(const Report& report) {
   if (!first)
     html += "<p id=\"first-divergence\">None: every step that was compared agrees.</p>";
   else if (first->between == "ranks")
+    // Verify() takes RUN_DIR's own divergence first, else OTHER_RUN's.
     html += "<p id=\"first-divergence\">Ranks disagree first at step <b class=\"step\">" +
-            std::to_string(first->step) + "</b>, in " + DiffersIn(first->differs_in) +
-            "; ranks with equal records: " + GroupsText(first->groups) + ".</p>";
+            std::to_string(first->step) + "</b>" +
+            (report.against && !report.run.receipts.divergence
+                 ? " of <span class=\"mono\">" + HtmlEscape(report.against->dir, 400) + "</span>"
+                 : std::string()) +
+            ", in " + DiffersIn(first->differs_in) + "; ranks with equal records: " + GroupsText(first->groups) +
+            ".</p>";
   if (report.between_runs) {
     const Divergence& runs = *report.between_runs;
     html += "<p id=\"runs-part\">The two runs part at step <b class=\"step\">" + std::to_string(runs.step) +

@@ -179,6 +179,20 @@ TEST(HtmlReportTest, AgainstShowsBothCurvesAndWhatDiffers) {
   EXPECT_NE(page.find("runs part: step 5 (both)"), std::string::npos);
 }
 
+TEST(HtmlReportTest, ADivergenceInsideOtherRunSaysWhichRun) {
+  TempDir one, two;
+  WriteReferenceRun(one, 2, 4);
+  WriteReferenceRun(two, 2, 4);
+  std::string rank1;
+  for (int step = 1; step <= 4; ++step) rank1 += RankLine(step, 1, step >= 3 ? 1 : 0);
+  two.Write("rank-1.jsonl", rank1);
+  const std::string page = FormatHtmlReport(VerifyForHtml(one.path(), two.path()));
+  EXPECT_NE(page.find("Ranks disagree first at step <b class=\"step\">3</b> of <span class=\"mono\">" +
+                      two.path() + "</span>, in the loss and the digest"),
+            std::string::npos);
+  EXPECT_NE(page.find("The two runs agree at every step they both have."), std::string::npos);
+}
+
 TEST(HtmlReportTest, HostileStringsFromTheRunRenderAsText) {
   TempDir dir;
   WriteReferenceRun(dir, 1, 3);
