@@ -6,7 +6,8 @@
 #   3. finds dmlp-launch, dmlp-train and dmlp-verify on PATH or in ./build/bin
 #      (beside this script), and builds them there when they are not found;
 #   4. dmlp-launch (NUM_PROCESSES ranks of dmlp-train, OUT_DIR);
-#   5. dmlp-verify "$OUT_DIR".
+#   5. dmlp-verify "$OUT_DIR", with its HTML report written beside the run
+#      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`).
 # Exit status: 0 when the job ran and dmlp-verify says PASS; 2 for a bad
 # environment; otherwise the status of the first step that failed (nvidia-smi,
 # the build, dmlp-launch, dmlp-verify). dmlp-verify runs even after a failed
@@ -111,8 +112,17 @@ trap - INT TERM HUP
 # ---- 5. verification --------------------------------------------------------------
 verify_status=0
 if [[ -d "$OUT_DIR" || $launch_status -eq 0 ]]; then
-  "$bin/dmlp-verify" "$OUT_DIR"
+  # The page for people goes beside the run, never into it: OUT_DIR stays
+  # exactly what the trainer wrote (/work/out/run-1 -> /work/out/run-1.report.html).
+  html=()
+  report=""
+  if out_abs="$(cd "$OUT_DIR" 2>/dev/null && pwd -P)" && [[ "$out_abs" != / ]]; then
+    report="$out_abs.report.html"
+    html=("--html=$report")
+  fi
+  "$bin/dmlp-verify" "${html[@]}" "$OUT_DIR"
   verify_status=$?
+  if [[ -n "$report" && -f "$report" ]]; then say "report: $report"; fi
 else
   say "no $OUT_DIR to verify: the job stopped before creating it"
 fi

@@ -4,7 +4,9 @@
 // dmlp-verify binary on it, and prints lines/s, MB/s and the verifier's peak
 // RSS (wait4's rusage of the child, so the generator's memory is not counted).
 // The files were just written, so they are read from the page cache: the
-// figures are the verifier's CPU cost, not the disk's.
+// figures are the verifier's CPU cost, not the disk's. Each size runs twice
+// more with --html=FILE: on the same run, and on one where rank 3 disagrees
+// at every other step (the strip's worst case); it prints the page's size.
 //
 //   verify_bench                 8 x 1,200 and 8 x 1,000,000 steps
 //   verify_bench STEPS...        other sizes (still 8 ranks)
@@ -39,7 +41,8 @@ struct Measured {
 };
 
 // A run of kRanks x steps whose last receipt matches a real state file.
-uint64_t WriteRun(const std::string& dir, int64_t steps) {
+// With `alternate`, rank 3 holds another state at every odd step.
+uint64_t WriteRun(const std::string& dir, int64_t steps, bool alternate = false) {
   using namespace dmlp;
   StateLayout layout = *StateLayout::Create(ModelShape{16, 32, 2, 4});
   std::vector<uint8_t> image(layout.image_bytes());
@@ -61,8 +64,9 @@ uint64_t WriteRun(const std::string& dir, int64_t steps) {
     loss = Float32Repr(2.5f / (1.0f + 0.001f * static_cast<float>(step % 100000)));
     hash = step == steps ? final_digests.state : Sha256Hex(&step, sizeof step);
     for (int rank = 0; rank <= kRanks; ++rank) {
-      std::string line = FormatReceiptLine(Receipt{step, loss, hash, rank < kRanks ? std::optional<int64_t>(rank)
-                                                                                  : std::nullopt});
+      const bool odd = alternate && rank == 3 && step % 2 == 1;
+      std::string line = FormatReceiptLine(Receipt{step, loss, odd ? Sha256Hex(&rank, sizeof rank) : hash,
+                                                   rank < kRanks ? std::optional<int64_t>(rank) : std::nullopt});
       std::fwrite(line.data(), 1, line.size(), files[rank]);
       bytes += line.size();
     }
@@ -84,14 +88,18 @@ uint64_t WriteRun(const std::string& dir, int64_t steps) {
   return bytes;
 }
 
-Measured RunVerifier(const std::string& dir) {
+Measured RunVerifier(const std::string& dir, const std::string& html = "") {
   Measured measured;
   auto start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid == 0) {
     std::FILE* null = std::freopen("/dev/null", "w", stdout);
     (void)null;
-    ::execl(DMLP_VERIFY_BINARY, DMLP_VERIFY_BINARY, dir.c_str(), static_cast<char*>(nullptr));
+    const std::string option = "--html=" + html;
+    if (html.empty())
+      ::execl(DMLP_VERIFY_BINARY, DMLP_VERIFY_BINARY, dir.c_str(), static_cast<char*>(nullptr));
+    else
+      ::execl(DMLP_VERIFY_BINARY, DMLP_VERIFY_BINARY, option.c_str(), dir.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
@@ -119,6 +127,25 @@ bool Bench(int64_t steps) {
   return measured.exit_code == 0;
 }
 
+// The same run verified with --html (the page beside the run, as run.sh writes it).
+bool BenchHtml(int64_t steps, bool alternate) {
+  std::string dir = (std::filesystem::temp_directory_path() / "dmlp-verify-bench-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) return false;
+  WriteRun(dir, steps, alternate);
+  const std::string page = dir + ".report.html";
+  Measured measured = RunVerifier(dir, page);
+  std::error_code error;
+  const auto page_bytes = std::filesystem::file_size(page, error);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(page, error);
+  std::printf("verify --html %d ranks x %lld steps%s: exit %d, %.3f s, peak RSS %.1f MiB, page %.1f KB\n", kRanks,
+              static_cast<long long>(steps), alternate ? " (rank 3 differs at every other step)" : "",
+              measured.exit_code, measured.seconds, static_cast<double>(measured.peak_rss_kib) / 1024.0,
+              static_cast<double>(page_bytes) / 1e3);
+  std::fflush(stdout);
+  return measured.exit_code == (alternate ? 1 : 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,6 +155,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoll(argv[i], nullptr, 10));
   }
   bool ok = true;
-  for (int64_t steps : sizes) ok = steps >= 1 && Bench(steps) && ok;
+  for (int64_t steps : sizes)
+    ok = steps >= 1 && Bench(steps) && BenchHtml(steps, false) && BenchHtml(steps, true) && ok;
   return ok ? 0 : 1;
 }

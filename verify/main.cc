@@ -3,7 +3,9 @@
 #include <string>
 
 #include "common/file_util.h"
+#include "verify/html_report.h"
 #include "verify/options.h"
+#include "verify/report_file.h"
 #include "verify/report_json.h"
 #include "verify/report_text.h"
 #include "verify/verifier.h"
@@ -44,6 +46,11 @@ int main(int argc, char** argv) {
   } else {
     Fail(report.status());
     document = ErrorReportToJson(command.verify, report.status());
+  }
+  if (command.html_path) {
+    const std::string page = report.ok() ? FormatHtmlReport(*report)
+                                         : FormatHtmlErrorReport(command.verify, report.status());
+    if (dmlp::Status written = WriteReportFile(*command.html_path, page); !written.ok()) return Fail(written);
   }
   if (!command.json_path) return exit_code;
   std::fflush(human);

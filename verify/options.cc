@@ -53,6 +53,11 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   // `{-}` makes a bare --json mean "-" (stdout); --json=FILE names a file.
   CLI::Option* json = app.add_flag("--json{-}", json_value,
                                    "write the JSON report (schema dmlp-verify/1) to stdout, or --json=FILE");
+  std::string html_value;
+  CLI::Option* html = app.add_option("--html", html_value,
+                                     "also write a self-contained HTML report (loss curve, rank x step agreement, "
+                                     "findings) to FILE")
+                          ->type_name("FILE");
   app.add_flag("--list-checks", command.list_checks, "print every check id, severity and meaning, and exit");
   app.add_option("RUN_DIR", command.verify.run_dir, "the run directory to verify");
   app.set_version_flag("--version", VersionText("dmlp-verify"));
@@ -71,6 +76,10 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   }
   if (!against.empty()) command.verify.against = against;
   if (json->count() > 0) command.json_path = json_value.empty() ? "-" : json_value;
+  if (html->count() > 0) {
+    command.html_path = html_value;
+    command.verify.trace = true;
+  }
   outcome.command = std::move(command);
   return outcome;
 }

@@ -2,13 +2,15 @@
 //
 // dmlp-verify's command line (CLI11; only APIs present in both CLI11 2.1 and 2.4):
 //
-//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN] [--json[=FILE]] RUN_DIR
+//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN] [--json[=FILE]] [--html=FILE] RUN_DIR
 //   dmlp-verify --list-checks | --help | --version
 //
 // `--json` alone writes the JSON report to stdout and the human report to
 // stderr; `--json=FILE` writes it to FILE (never inside a run directory) and
 // the human report to stdout. FILE must be attached with '=': `--json FILE`
-// would read FILE as RUN_DIR.
+// would read FILE as RUN_DIR. `--html=FILE` writes the page for people to FILE,
+// replaced atomically (report_file.h); it may be inside a run directory only
+// because FILE says so: nothing else is ever written there.
 #pragma once
 
 #include <optional>
@@ -22,6 +24,7 @@ namespace dmlp::verify {
 struct CommandLine {
   VerifyOptions verify;
   std::optional<std::string> json_path;  // "-": stdout
+  std::optional<std::string> html_path;  // --html=FILE (html_report.h)
   bool list_checks = false;
 };
 

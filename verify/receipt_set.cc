@@ -31,8 +31,18 @@ std::string GroupsText(const std::vector<std::vector<int64_t>>& groups) {
 
 class Merge {
  public:
-  Merge(std::vector<Source>& ranks, Source* metrics, ReceiptSetSummary& summary, FindingSink& sink)
-      : ranks_(ranks), metrics_(metrics), summary_(summary), sink_(sink) {}
+  Merge(std::vector<Source>& ranks, Source* metrics, ReceiptSetSummary& summary, FindingSink& sink,
+        RunTrace* trace)
+      : ranks_(ranks), metrics_(metrics), summary_(summary), sink_(sink), trace_(trace) {
+    if (trace_ == nullptr) return;
+    std::vector<int64_t> names;
+    for (const Source& source : ranks_) names.push_back(*source.stream->summary().rank);
+    std::string curve = metrics_ != nullptr ? metrics_->stream->summary().name
+                        : ranks_.empty()    ? std::string()
+                                            : ranks_.front().stream->summary().name;
+    trace_->Begin(std::move(names), std::move(curve));
+    states_.resize(ranks_.size());
+  }
 
   Status Run() {
     for (Source& source : ranks_) DMLP_RETURN_IF_ERROR(source.Advance());
@@ -43,8 +53,9 @@ class Merge {
         if (source.has_head) step = std::min(step, source.head.step);
       if (metrics_ != nullptr && metrics_->has_head) step = std::min(step, metrics_->head.step);
       if (step == std::numeric_limits<int64_t>::max()) return Status::Ok();
-      CompareRanks(step);
+      const bool diverged = CompareRanks(step);
       if (metrics_ != nullptr) CompareMetrics(step);
+      if (trace_ != nullptr) Trace(step, diverged);
       for (Source& source : ranks_)
         if (source.At(step)) DMLP_RETURN_IF_ERROR(source.Advance());
       if (metrics_ != nullptr && metrics_->At(step)) DMLP_RETURN_IF_ERROR(metrics_->Advance());
@@ -52,7 +63,8 @@ class Merge {
   }
 
  private:
-  void CompareRanks(int64_t step) {
+  // True when the ranks that have `step` disagree there.
+  bool CompareRanks(int64_t step) {
     const Source* first = nullptr;
     const Source* hash_other = nullptr;
     const Source* loss_other = nullptr;
@@ -66,7 +78,7 @@ class Merge {
         hash_other = &source;
       if (loss_other == nullptr && source.head.loss != first->head.loss) loss_other = &source;
     }
-    if (hash_other == nullptr && loss_other == nullptr) return;
+    if (hash_other == nullptr && loss_other == nullptr) return false;
     ++summary_.divergent_steps;
     // Each kind is reported at its first step only: after one divergence, every
     // later step usually differs too and would say nothing new.
@@ -88,7 +100,33 @@ class Merge {
                     .AtStep(step)
                     .Expect(first->head.loss, loss_other->head.loss));
     }
-    if (!summary_.divergence) summary_.divergence = Divergence{step, "ranks", Groups(step), {}};
+    if (!summary_.divergence) {
+      const char* differs_in = hash_other == nullptr ? "loss" : loss_other == nullptr ? "params_sha256" : "both";
+      summary_.divergence = Divergence{step, "ranks", Groups(step), {}, differs_in};
+    }
+    return true;
+  }
+
+  // Each rank's state at `step` for the HTML report: a rank "differs" when it is
+  // outside the largest group of equal records (ties: the group of the lowest rank).
+  void Trace(int64_t step, bool diverged) {
+    for (size_t i = 0; i < ranks_.size(); ++i) states_[i] = ranks_[i].At(step) ? kRankAgrees : kRankAbsent;
+    if (diverged) {
+      std::vector<std::vector<int64_t>> groups = Groups(step);
+      size_t majority = 0;
+      for (size_t g = 1; g < groups.size(); ++g)
+        if (groups[g].size() > groups[majority].size()) majority = g;
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        if (!ranks_[i].At(step)) continue;
+        const int64_t rank = *ranks_[i].stream->summary().rank;
+        const auto& agreeing = groups[majority];
+        if (std::find(agreeing.begin(), agreeing.end(), rank) == agreeing.end()) states_[i] = kRankDiffers;
+      }
+    }
+    const Source* curve = metrics_ != nullptr ? metrics_ : ranks_.empty() ? nullptr : &ranks_.front();
+    std::optional<std::string_view> loss;
+    if (curve != nullptr && curve->At(step)) loss = curve->head.loss;
+    trace_->OnStep(step, states_, loss);
   }
 
   // Ranks at `step` grouped by equal (params_sha256, loss), groups ordered by their smallest rank.
@@ -141,6 +179,8 @@ class Merge {
   Source* metrics_;
   ReceiptSetSummary& summary_;
   FindingSink& sink_;
+  RunTrace* trace_;
+  std::vector<uint8_t> states_;  // per rank, reused step after step
   bool hash_reported_ = false, loss_reported_ = false;
 };
 
@@ -182,7 +222,7 @@ Result<std::unique_ptr<ReceiptStream>> OpenReceiptStream(const RunDir& dir, cons
 }
 
 Result<ReceiptSetSummary> CheckReceiptSet(const RunDir& dir, const std::map<int64_t, std::string>& rank_files,
-                                          bool read_metrics, FindingSink& sink) {
+                                          bool read_metrics, FindingSink& sink, RunTrace* trace) {
   std::vector<Source> ranks;
   for (const auto& [rank, name] : rank_files) {
     DMLP_ASSIGN_OR_RETURN(auto stream, OpenReceiptStream(dir, name, rank, &sink));
@@ -195,7 +235,7 @@ Result<ReceiptSetSummary> CheckReceiptSet(const RunDir& dir, const std::map<int6
   }
   ReceiptSetSummary summary;
   Source* metrics_source = metrics ? &*metrics : nullptr;
-  DMLP_RETURN_IF_ERROR(Merge(ranks, metrics_source, summary, sink).Run());
+  DMLP_RETURN_IF_ERROR(Merge(ranks, metrics_source, summary, sink, trace).Run());
   CheckCounts(summary, ranks, metrics_source, sink);
   for (const Source& source : ranks) summary.ranks.push_back(source.stream->summary());
   if (metrics) summary.metrics = metrics->stream->summary();

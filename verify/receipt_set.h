@@ -18,6 +18,7 @@
 #include "verify/findings.h"
 #include "verify/receipt_stream.h"
 #include "verify/run_dir.h"
+#include "verify/run_trace.h"
 
 namespace dmlp::verify {
 
@@ -27,6 +28,7 @@ struct Divergence {
   std::string between;                       // "ranks" or "runs"
   std::vector<std::vector<int64_t>> groups;  // ranks with equal records, by smallest rank
   std::vector<std::string> runs;             // between runs: the two run directories
+  std::string differs_in;  // "params_sha256", "loss", "both", or "step" (a step only one side has)
 };
 
 struct ReceiptSetSummary {
@@ -39,10 +41,11 @@ struct ReceiptSetSummary {
   const std::optional<Receipt>& LastRecord() const;
 };
 
-/// Reads the given rank files (rank -> name) and metrics.jsonl (when `read_metrics`).
+/// Reads the given rank files (rank -> name) and metrics.jsonl (when `read_metrics`),
+/// feeding `trace` (when not null) step by step.
 /// REQUIRES: every name is a canonical rank file name of `dir`. IO_ERROR on read failure.
 Result<ReceiptSetSummary> CheckReceiptSet(const RunDir& dir, const std::map<int64_t, std::string>& rank_files,
-                                          bool read_metrics, FindingSink& sink);
+                                          bool read_metrics, FindingSink& sink, RunTrace* trace = nullptr);
 
 /// Opens one receipt file as a stream (`rank` none: metrics.jsonl); the file must be regular.
 Result<std::unique_ptr<ReceiptStream>> OpenReceiptStream(const RunDir& dir, const std::string& name,

@@ -115,6 +115,15 @@ std::string RequireKind(const json& doc, const char* name, json::value_t kind) {
   return {};
 }
 
+void Flatten(const json& value, const std::string& key, std::vector<std::pair<std::string, std::string>>& out) {
+  if (value.is_object()) {
+    for (const auto& [name, item] : value.items()) Flatten(item, key + "." + name, out);
+    return;
+  }
+  out.emplace_back(key, value.is_string() ? value.get<std::string>()
+                                          : value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 std::string ReadDoc(const json& root, ResultDoc& doc) {
   if (!root.is_object()) return "not a JSON object";
   const bool has_jax = root.contains("jax_version"), has_dmlp = root.contains("dmlp_version");
@@ -165,6 +174,8 @@ std::string ReadDoc(const json& root, ResultDoc& doc) {
     if (std::string next = RequireKind(root, "fingerprint", json::value_t::object); !next.empty()) return next;
     doc.fingerprint = root.at("fingerprint");
   }
+  for (const char* name : {"plan", "model", "fingerprint", "build"})
+    if (root.contains(name)) Flatten(root.at(name), name, doc.settings);
   return {};
 }
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,9 @@ struct ResultDoc {
   // What --against compares to decide whether two runs must match
   // (comparability.h): null where the document has none.
   nlohmann::json plan, model, fingerprint, build;
+  // plan, model and fingerprint flattened for people ("plan.batch" -> "8"):
+  // strings as they are, other values as JSON text. Shown, never checked.
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 struct ResultParse {

@@ -98,7 +98,7 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
 
 }  // namespace
 
-Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace) {
   DMLP_ASSIGN_OR_RETURN(RunDir dir, RunDir::Open(path));
   RunReport report;
   report.dir = path;
@@ -112,11 +112,14 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink) {
     sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
   if (metrics.kind == FileKind::kNotRegular)
     sink.Add(Finding::Of("file.not_regular", dir.Display("metrics.jsonl"), "not a regular file (not followed)"));
-  DMLP_ASSIGN_OR_RETURN(report.receipts,
-                        CheckReceiptSet(dir, rank_files, metrics.kind == FileKind::kRegular, sink));
+  auto run_trace = trace ? std::make_shared<RunTrace>() : nullptr;
+  DMLP_ASSIGN_OR_RETURN(report.receipts, CheckReceiptSet(dir, rank_files, metrics.kind == FileKind::kRegular,
+                                                         sink, run_trace.get()));
+  report.trace = std::move(run_trace);
   if (!rank_files.empty() && !report.receipts.LastRecord())
     sink.Add(Finding::Of("ranks.none", dir.path(), "the receipt files hold no record"));
   if (doc) {
+    report.settings = doc->settings;
     CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
     DMLP_ASSIGN_OR_RETURN(report.state_status, CheckStateFile(dir, *doc, report.receipts.LastRecord(), sink));
   }
@@ -154,8 +157,11 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
   DMLP_ASSIGN_OR_RETURN(verdict.comparison, CompareRuns(golden, run));
   AddComparisonFindings(verdict.comparison, verdict.comparability, golden, run, report.against->finished,
                         report.run.finished, report.findings);
-  if (!report.first_divergence && verdict.comparison.outcome == RunComparison::Outcome::kDiverged)
-    report.first_divergence = Divergence{verdict.comparison.step, "runs", {}, {run_dir.path(), golden_dir.path()}};
+  if (verdict.comparison.outcome == RunComparison::Outcome::kDiverged) {
+    report.between_runs = Divergence{verdict.comparison.step, "runs", {}, {run_dir.path(), golden_dir.path()},
+                                     verdict.comparison.what};
+    if (!report.first_divergence) report.first_divergence = report.between_runs;
+  }
   report.against_verdict = std::move(verdict);
   return Status::Ok();
 }
@@ -165,10 +171,10 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
 Result<Report> Verify(const VerifyOptions& options) {
   Report report;
   report.options = options;
-  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings));
+  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings, options.trace));
   report.first_divergence = report.run.receipts.divergence;
   if (options.against) {
-    DMLP_ASSIGN_OR_RETURN(report.against, VerifyRun(*options.against, report.findings));
+    DMLP_ASSIGN_OR_RETURN(report.against, VerifyRun(*options.against, report.findings, options.trace));
     if (!report.first_divergence) report.first_divergence = report.against->receipts.divergence;
     DMLP_RETURN_IF_ERROR(JudgeAgainst(options, report));
   }

@@ -8,14 +8,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "verify/compare.h"
 #include "verify/comparability.h"
 #include "verify/findings.h"
 #include "verify/receipt_set.h"
+#include "verify/run_trace.h"
 
 namespace dmlp::verify {
 
@@ -24,6 +28,7 @@ struct VerifyOptions {
   std::optional<std::string> against;  // --against GOLDEN: the run RUN_DIR must match
   bool allow_incomplete = false;       // incomplete exits 0 instead of 3
   bool require_comparable = false;     // --require-comparable: runs that need not match fail
+  bool trace = false;                  // keep a RunTrace per run (for --html)
 };
 
 /// What was found in one run directory.
@@ -37,6 +42,8 @@ struct RunReport {
   bool finished = false;                 // a complete result.json and nothing incomplete
   std::optional<ResultDoc> result;       // result.json when valid
   ReceiptSetSummary receipts;
+  std::vector<std::pair<std::string, std::string>> settings;  // result.json's plan/model/fingerprint
+  std::shared_ptr<const RunTrace> trace;  // when VerifyOptions::trace
 };
 
 /// --against's verdict: must the runs match, and do they.
@@ -55,14 +62,16 @@ struct Report {
   FindingSink findings;
   // Within RUN_DIR, else within OTHER_RUN, else between the two runs.
   std::optional<Divergence> first_divergence;
+  std::optional<Divergence> between_runs;  // --against: where the two runs part, even when
+                                          // first_divergence is within one of them
   Verdict verdict = Verdict::kPass;
   int exit_code = 0;
 };
 
 /// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR.
 Result<Report> Verify(const VerifyOptions& options);
-/// Verifies one run directory, adding its findings to `sink`.
-Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink);
+/// Verifies one run directory, adding its findings to `sink` (and keeping a trace when `trace`).
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace = false);
 /// "PASS", "INCOMPLETE" or "FAIL".
 const char* VerdictName(Verdict verdict);
 

@@ -103,6 +103,51 @@ TEST(VerifyCliTest, NeverWritesTheReportIntoTheRun) {
   EXPECT_FALSE(std::filesystem::exists(run.File("report.json")));
 }
 
+TEST(VerifyCliTest, HtmlIsWrittenForEveryVerdictWithoutChangingTheExitCode) {
+  testing::TempDir run, reports;
+  testing::WriteReferenceRun(run, 2, 3);
+  const auto before = std::distance(std::filesystem::directory_iterator(run.path()), {});
+  Ran pass = RunVerify({"--html=" + reports.File("r.html"), run.path()});
+  EXPECT_EQ(pass.exit_code, 0);
+  EXPECT_TRUE(pass.out.ends_with("\nPASS\n")) << pass.out;
+  EXPECT_NE(reports.Read("r.html").find("<h1 id=\"verdict\">PASS</h1>"), std::string::npos);
+  run.Write("rank-1.jsonl", testing::RankLine(1, 1) + testing::RankLine(2, 1, 1) + testing::RankLine(3, 1, 1));
+  Ran fail = RunVerify({"--html=" + reports.File("r.html"), run.path()});  // replaces the old report
+  EXPECT_EQ(fail.exit_code, 1);
+  EXPECT_NE(reports.Read("r.html").find("<h1 id=\"verdict\">FAIL</h1>"), std::string::npos);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(reports.path()), {}), 1);  // no temporary left
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(run.path()), {}), before);
+  Ran missing = RunVerify({"--html", reports.File("e.html"), run.File("missing")});  // '=' is optional here
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(reports.Read("e.html").find("NOT_FOUND: " + run.File("missing")), std::string::npos);
+}
+
+TEST(VerifyCliTest, HtmlInsideTheRunOnlyWhereTheUserSaysSo) {
+  testing::TempDir run;
+  testing::WriteReferenceRun(run, 1, 2);
+  Ran ran = RunVerify({"--html=" + run.File("report.html"), run.path()});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(run.File("report.html")));
+  Ran again = RunVerify({run.path()});  // a file the verifier does not know is ignored
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+}
+
+TEST(VerifyCliTest, AnUnwritableHtmlFileIsTroubleNamingIt) {
+  testing::TempDir run;
+  testing::WriteReferenceRun(run, 1, 2);
+  const std::string page = run.File("no/such/r.html");
+  Ran ran = RunVerify({"--html=" + page, run.path()});
+  EXPECT_EQ(ran.exit_code, 2);
+  EXPECT_TRUE(ran.out.ends_with("\nPASS\n")) << ran.out;
+  // The temporary is named by dmlp-verify's pid: "create FILE.tmp-<pid>: <errno text>".
+  const std::string prefix = "dmlp-verify: error: IO_ERROR: create " + page + ".tmp-";
+  const std::string suffix = ": No such file or directory\n";
+  ASSERT_TRUE(ran.err.starts_with(prefix) && ran.err.ends_with(suffix)) << ran.err;
+  const std::string pid = ran.err.substr(prefix.size(), ran.err.size() - prefix.size() - suffix.size());
+  EXPECT_FALSE(pid.empty());
+  EXPECT_EQ(pid.find_first_not_of("0123456789"), std::string::npos) << pid;
+}
+
 TEST(VerifyCliTest, UsageHelpVersion) {
   Ran none = RunVerify({});
   EXPECT_EQ(none.exit_code, 2);
@@ -111,6 +156,7 @@ TEST(VerifyCliTest, UsageHelpVersion) {
   Ran help = RunVerify({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--against GOLDEN"), std::string::npos);
+  EXPECT_NE(help.out.find("--html FILE"), std::string::npos) << help.out;
   Ran version = RunVerify({"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out, VersionText("dmlp-verify") + "\n");

@@ -1,6 +1,7 @@
 """run.sh and tools/main-job.sh, end to end on the CPU platform.
 
-RunSh: the job and its verification through run.sh, the environment checks
+RunSh: the job and its verification through run.sh (with the HTML report
+beside the run directory), the environment checks
 (exact messages, exit 2), nvidia-smi for PLATFORM=cuda, the programs' lookup,
 a failed job's status, and SIGTERM passed on to dmlp-launch.
 InstalledLayout: the image's layout (cmake --install, run.sh without sources).
@@ -95,8 +96,11 @@ class RunSh(ScratchCase):
         self.assertIn(f"run.sh: programs: {BIN}", done.stderr)
         self.assertIn("run.sh: job complete and verified", done.stderr)
         self.assertNotIn("nvidia-smi", done.stdout + done.stderr)  # PLATFORM=cpu lists no GPUs
-        result = self.assert_complete_run(self.scratch / "run", 2)
+        result = self.assert_complete_run(self.scratch / "run", 2)  # the report is not inside
         self.assertEqual(result["steps"], 6)
+        report = self.scratch.resolve() / "run.report.html"
+        self.assertIn(f"run.sh: report: {report}\n", done.stderr)
+        self.assertIn('<h1 id="verdict">PASS</h1>', report.read_text())
 
     def test_environment_errors_exit_2_before_anything_runs(self):
         cases = [
@@ -187,6 +191,10 @@ class RunSh(ScratchCase):
         self.assertIn("OUTPUT_ALREADY_COMPLETE", again.stdout + again.stderr)
         self.assertEqual(again.stdout.rstrip().splitlines()[-1], "PASS")
         self.assertIn("run.sh: dmlp-launch exited with status 1 (dmlp-verify: 0)", again.stderr)
+        report = self.scratch.resolve() / "run.report.html"  # replaced by the second verification
+        self.assertIn(f"run.sh: report: {report}\n", again.stderr)
+        self.assertEqual([p.name for p in self.scratch.iterdir() if p.name.startswith("run.report.html")],
+                         ["run.report.html"])
 
     def test_configuration_refused_by_dmlp_train(self):
         done = run([RUN_SH], self.job_env(BATCH="33"))  # not divisible by NUM_PROCESSES
