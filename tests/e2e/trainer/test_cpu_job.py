@@ -43,6 +43,10 @@ class CompleteRuns(JobTestCase):
         self.assertEqual(document["final_loss"], last["loss"])
         self.assertEqual(document["fingerprint"]["platform"], "cpu")
         self.assertEqual(document["fingerprint"]["data_shards"], 4)
+        # The exact BLIS file loaded, resolved: never the alternatives symlink.
+        blis_file = document["fingerprint"]["blas"]["file"]
+        self.assertEqual(blis_file, os.path.realpath(blis_file))
+        self.assertRegex(blis_file, r"^/.*/libblis\.so\.\d+$")
         for line in (out / "rank-0.jsonl").read_text().splitlines():
             record = json.loads(line)
             self.assertEqual(line, json.dumps(record, sort_keys=True))
