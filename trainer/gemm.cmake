@@ -14,6 +14,17 @@ endif()
 file(REAL_PATH "${DMLP_BLIS_LIBRARY}" DMLP_BLIS_SO)
 message(STATUS "dmlp: CPU GEMM loads ${DMLP_BLIS_SO}")
 
+# A relocatable build (the GPU kit, tests/gpu/make_kit.sh) carries BLIS beside
+# the programs and loads it from this path, relative to the executable's folder;
+# empty (the default): the absolute path above.
+set(DMLP_BLIS_BESIDE_EXECUTABLE "" CACHE STRING
+  "BLIS file relative to the executable's folder (e.g. ../lib/libblis.so.4); empty: the path found here")
+
 add_library(dmlp_gemm_cpu STATIC ${CMAKE_CURRENT_LIST_DIR}/cpu/gemm_cpu.cc)
 target_compile_definitions(dmlp_gemm_cpu PRIVATE DMLP_BLIS_SO="${DMLP_BLIS_SO}")
+if(DMLP_BLIS_BESIDE_EXECUTABLE)
+  message(STATUS "dmlp: CPU GEMM loads <executable's folder>/${DMLP_BLIS_BESIDE_EXECUTABLE} instead")
+  target_compile_definitions(dmlp_gemm_cpu PRIVATE
+    DMLP_BLIS_BESIDE_EXECUTABLE="${DMLP_BLIS_BESIDE_EXECUTABLE}")
+endif()
 target_link_libraries(dmlp_gemm_cpu PUBLIC dmlp_common PRIVATE ${CMAKE_DL_LIBS})

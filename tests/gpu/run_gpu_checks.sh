@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
-# The CUDA platform's checks, for a machine with a GPU (issue 5). One command,
-# about 5-8 minutes on one H200, a table at the end:
-#   1. configure + build (Release) for the local GPU's architecture;
+# The CUDA platform's checks, for a machine with a GPU (issues 5 and 13). One
+# command, a table at the end:
+#   1. configure + build (Release) for the local GPU's architecture, or with
+#      --kit DIR (tests/gpu/make_kit.sh) no build: the kit's programs, with
+#      cuBLAS and NCCL found on the machine (the image's Python packages or a
+#      toolkit folder; it prints what it found and fails clearly without);
 #   2. the GPU unit tests (cuda_test): data/init bits, kernels, GEMM mapping,
 #      forward/backward vs the CPU platform, Adam, the ordered fold, the backend;
 #   3. a 1-rank job at the spec's sizes (FEATURES=512 WIDTH=2048 LAYERS=3
 #      CLASSES=10 BATCH=4096 MICROBATCHES=8) twice per precision: byte-identical
 #      receipts, dmlp-verify PASS; the same job for a few steps on PLATFORM=cpu:
 #      losses within the tolerance per precision (below);
-#   4. gpu_bench (update time vs the cuBLAS floor, digest throughput) and the
-#      reference JAX job on the same GPU at both precisions.
+#   4. 1, 2 and 4 ranks on the one GPU (COLLECTIVES=gloo DATA_SHARDS=4): every
+#      run PASS, metrics.jsonl and state.safetensors byte-identical (SKIP when
+#      dmlp-train does not know COLLECTIVES);
+#   5. gpu_bench (update time vs the cuBLAS floor, digest throughput; digest
+#      threads when gpu_bench measures them) and the reference JAX job on the
+#      same GPU at both precisions.
 #
-# Usage: tests/gpu/run_gpu_checks.sh [BUILD_DIR]        (default: <repo>/build-gpu)
+# Usage: tests/gpu/run_gpu_checks.sh [BUILD_DIR]     (default: <repo>/build-gpu)
+#        tests/gpu/run_gpu_checks.sh --kit DIR       (about 3 minutes on one H200)
+# Results: the table and the logs go to $OUT when it is set (the device
+# machine's folder that comes back), else to a new temporary folder, as the
+# checks run, so a run cut off still leaves what it found:
+#   gpu-checks-table.txt     the table so far
+#   gpu-checks.log           progress and failure details
+#   gpu-checks-logs.tar.gz   every job's logs and receipts (no state files)
 # Environment (all optional):
-#   GPU_CHECK_STEPS=20            logged steps of each CUDA job
+#   GPU_CHECK_STEPS=20            logged steps of each CUDA job (--kit: 10)
 #   GPU_CHECK_CPU_STEPS=3         logged steps of the CPU job (compared with the first CUDA steps)
-#   GPU_CHECK_REFERENCE_STEPS=10  logged steps of each reference JAX job
+#   GPU_CHECK_REFERENCE_STEPS=10  logged steps of each reference JAX job (--kit: 6)
+#   GPU_CHECK_JOB_TIMEOUT=300     seconds any one job may take (--kit: 90)
 #   GPU_CHECK_SKIP_REFERENCE=1    skip the reference JAX jobs
+#   GPU_CHECK_PORT_BASE           coordinator ports from here up (default: free ports from python3)
 #   DMLP_GPU_PYTHON=python3       the Python with jax, flax and optax
-#   REFERENCE_DIR                 reference/train.py's directory (default <repo>/../shared/reference)
+#   DMLP_GPU_LIB_DIRS             --kit: folders (a:b) searched first for cuBLAS and NCCL
+#   REFERENCE_DIR                 reference/train.py's directory (default <repo>/../shared/reference;
+#                                 --kit: DIR/reference); missing is a FAIL
 #   CUDACXX                       nvcc (default: on PATH, else /usr/local/cuda/bin/nvcc)
 #
 # Loss tolerances CPU vs CUDA (relative, per step, first GPU_CHECK_CPU_STEPS steps):
@@ -27,38 +45,76 @@
 #   tf32 3e-2: TF32 rounds GEMM inputs to 10 mantissa bits (~5e-4 relative per
 #              product), against the CPU's fp32.
 # Exit status: 0 when every correctness check passed (speed goals are reported,
-# never fail the run), 1 otherwise.
+# never fail the run), 1 otherwise, 2 on usage errors.
 set -uo pipefail
 export LC_ALL=C
 
 script_dir="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$script_dir/../.." && pwd)"
-build="${1:-$repo/build-gpu}"
-steps="${GPU_CHECK_STEPS:-20}"
+kit=""
+build="$repo/build-gpu"
+case "${1:-}" in
+  --kit)
+    if [ $# -ne 2 ] || [ ! -d "$2/bin" ]; then
+      echo "usage: run_gpu_checks.sh --kit DIR (a folder made by tests/gpu/make_kit.sh)" >&2
+      exit 2
+    fi
+    kit="$(cd "$2" && pwd)" ;;
+  -*) echo "usage: run_gpu_checks.sh [BUILD_DIR] | --kit DIR" >&2; exit 2 ;;
+  ?*) build="$1" ;;
+esac
+if [ -n "$kit" ]; then
+  steps="${GPU_CHECK_STEPS:-10}"
+  reference_steps="${GPU_CHECK_REFERENCE_STEPS:-6}"
+  job_timeout="${GPU_CHECK_JOB_TIMEOUT:-90}"
+  reference_dir="${REFERENCE_DIR:-$kit/reference}"
+else
+  steps="${GPU_CHECK_STEPS:-20}"
+  reference_steps="${GPU_CHECK_REFERENCE_STEPS:-10}"
+  job_timeout="${GPU_CHECK_JOB_TIMEOUT:-300}"
+  reference_dir="${REFERENCE_DIR:-$repo/../shared/reference}"
+fi
 cpu_steps="${GPU_CHECK_CPU_STEPS:-3}"
-reference_steps="${GPU_CHECK_REFERENCE_STEPS:-10}"
 work="$(mktemp -d -t dmlp-gpu-checks.XXXXXX)"
+results="${OUT:-$work}"
+mkdir -p "$results"
+table="$results/gpu-checks-table.txt"
+# Progress and details go to the console and to the log that comes back.
+exec 2> >(tee -a "$results/gpu-checks.log" >&2)
 declare -A tolerance=([fp32]=1e-3 [tf32]=3e-2)
 
 rows=()
 failed=0
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+write_table() {
+  {
+    echo "dmlp GPU checks (${gpu_name:-no GPU}; ${kit:+kit $kit; }logs in $work)"
+    printf '%-24s %-5s %s\n' CHECK RESULT DETAIL
+    printf '%s\n' "${rows[@]}"
+  } >"$table.tmp" && mv "$table.tmp" "$table"
+  # Every job's logs and receipts, without the state files (113.6 MB each).
+  tar -czf "$results/gpu-checks-logs.tar.gz.tmp" -C "$work" --exclude='*.safetensors' --exclude='gpu-checks-*' . 2>/dev/null &&
+    mv "$results/gpu-checks-logs.tar.gz.tmp" "$results/gpu-checks-logs.tar.gz"
+}
 record() {  # record CHECK STATUS DETAIL
   rows+=("$(printf '%-24s %-5s %s' "$1" "$2" "$3")")
   [ "$2" = FAIL ] && failed=1
   echo "== $1: $2 $3" >&2
-}
-print_table() {
-  echo
-  echo "dmlp GPU checks ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); logs in $work)"
-  printf '%-24s %-5s %s\n' CHECK RESULT DETAIL
-  printf '%s\n' "${rows[@]}"
+  write_table
 }
 finish() {
-  print_table
+  write_table
+  echo
+  cat "$table"
   exit "$failed"
 }
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+port=""
+take_port() {  # sets $port: GPU_CHECK_PORT_BASE (or 29500 without python3) counting up, else a free one
+  if [ -z "${GPU_CHECK_PORT_BASE:-}" ] && command -v python3 >/dev/null; then
+    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  else
+    port=$((${port:-${GPU_CHECK_PORT_BASE:-29500}} + 1))
+  fi
 }
 stamp_lines() {  # each line prefixed with the wall-clock time it arrived
   local line
@@ -71,28 +127,105 @@ steps_per_second() {  # (METRIC lines - 1) / (last - first), as run_reference.sh
 bench_value() {  # bench_value PRECISION NAME
   sed -n "s/^$1\.$2=//p" "$work/gpu_bench.out" | head -1
 }
+last_error() {  # the program's error line (or the last lines) of a log
+  { grep -m1 -E 'error: |error while loading' "$1" || tail -n 3 "$1"; } 2>/dev/null | tr '\n' ' ' | sed 's/ *$//'
+}
 
-# ---- 1. build ---------------------------------------------------------------
-start=$SECONDS
-arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')"
-[[ "$arch" =~ ^[0-9]+$ ]] || arch=native
-nvcc_path="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-if cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDMLP_CUDA=ON \
-     -DCMAKE_CUDA_COMPILER="$nvcc_path" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-     >"$work/configure.log" 2>&1 &&
-   cmake --build "$build" -j"$(nproc)" \
-     --target cuda_test dmlp-train dmlp-launch dmlp-verify gpu_bench >"$work/build.log" 2>&1; then
-  record build PASS "sm_$arch, $((SECONDS - start)) s"
-else
-  tail -n 30 "$work/configure.log" "$work/build.log" >&2
-  record build FAIL "see $work/build.log"
+# ---- 1. build, or the kit and the machine's cuBLAS/NCCL ------------------------
+# Where a machine keeps cuBLAS and NCCL: DMLP_GPU_LIB_DIRS, then the nvidia-*
+# Python packages (the device image: nvidia-cublas, nvidia-nccl-cu13) of
+# python3 and of the usual site folders, then a CUDA toolkit or the system's.
+device_lib_dirs() {
+  local -a dirs=()
+  IFS=: read -r -a dirs <<<"${DMLP_GPU_LIB_DIRS:-}"
+  if command -v python3 >/dev/null; then
+    mapfile -t -O "${#dirs[@]}" dirs < <(python3 - 2>/dev/null <<'PY'
+import glob, os
+import nvidia
+for root in nvidia.__path__:
+    for lib in sorted(glob.glob(os.path.join(root, "*", "lib"))):
+        print(lib)
+PY
+)
+  fi
+  shopt -s nullglob
+  dirs+=(/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib
+         /usr/local/lib/python3*/dist-packages/nvidia/*/lib
+         /usr/lib/python3/dist-packages/nvidia/*/lib
+         /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib
+         /usr/lib/x86_64-linux-gnu)
+  shopt -u nullglob
+  printf '%s\n' "${dirs[@]}"
+}
+use_kit() {
+  local -a dirs=() found=()
+  local soname dir detail="" missing="" path_dirs=""
+  mapfile -t dirs < <(device_lib_dirs)
+  while read -r soname; do
+    [ -n "$soname" ] || continue
+    for dir in "${dirs[@]}" ""; do
+      [ -n "$dir" ] && [ -e "$dir/$soname" ] && break
+    done
+    if [ -z "$dir" ]; then
+      missing+=" $soname"
+      continue
+    fi
+    found+=("$soname: $dir")
+    case ":$path_dirs:" in *":$dir:"*) ;; *) path_dirs="${path_dirs:+$path_dirs:}$dir" ;; esac
+  done <"$kit/lib/DEVICE_LIBS"
+  printf 'device library %s\n' "${found[@]}" >&2
+  if [ -n "$missing" ]; then
+    record "device libraries" FAIL "not found:$missing (cuBLAS, NCCL); looked in DMLP_GPU_LIB_DIRS, python3's nvidia packages, /opt/*/.venv, /usr/local/lib/python3*, /usr/local/cuda, /usr/lib/x86_64-linux-gnu"
+    finish
+  fi
+  export LD_LIBRARY_PATH="$path_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local program unresolved=""
+  for program in "$kit"/bin/*; do
+    unresolved+="$(ldd "$program" 2>&1 | awk -v p="${program##*/}" '/not found/ { printf " %s:%s", p, $1 }')"
+  done
+  if [ -n "$unresolved" ]; then
+    record "device libraries" FAIL "the loader cannot resolve:$unresolved (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+    finish
+  fi
+  record "device libraries" PASS "$(printf '%s; ' "${found[@]}")kit $(sed -n 's/^commit: //p' "$kit/KIT.txt" | cut -c1-12)"
+  bin="$kit/bin"
+}
+build_here() {
+  local start=$SECONDS arch nvcc_path
+  arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')"
+  [[ "$arch" =~ ^[0-9]+$ ]] || arch=native
+  nvcc_path="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+  if cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDMLP_CUDA=ON \
+       -DCMAKE_CUDA_COMPILER="$nvcc_path" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+       >"$work/configure.log" 2>&1 &&
+     cmake --build "$build" -j"$(nproc)" \
+       --target cuda_test dmlp-train dmlp-launch dmlp-verify gpu_bench >"$work/build.log" 2>&1; then
+    record build PASS "sm_$arch, $((SECONDS - start)) s"
+  else
+    tail -n 30 "$work/configure.log" "$work/build.log" >&2
+    record build FAIL "see $work/build.log"
+    finish
+  fi
+  bin="$build/bin"
+}
+if [ -n "$kit" ]; then use_kit; else build_here; fi
+
+# Without a GPU nothing below can pass; one small CUDA job shows what the
+# programs say (a clear error, not a loader's), then the run ends.
+if [ -z "$gpu_name" ]; then
+  take_port
+  record gpu FAIL "no GPU: nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'lists none' || echo 'not found')"
+  env STEPS=1 SEED=42 BATCH=8 MICROBATCHES=1 LEARNING_RATE=0.001 FEATURES=4 WIDTH=8 LAYERS=1 \
+      CLASSES=2 PLATFORM=cuda OUT_DIR="$work/no-gpu" COORDINATOR_PORT="$port" \
+      HEARTBEAT_TIMEOUT_SECONDS=30 timeout -k 5 60 "$bin/dmlp-launch" --nproc 1 --grace 5 \
+      >"$work/no-gpu.out" 2>&1
+  record "cuda job" FAIL "rc=$?: $(last_error "$work/no-gpu.out")"
   finish
 fi
-bin="$build/bin"
 
 # ---- 2. GPU unit tests ------------------------------------------------------
 # The two no-GPU tests skip by design where there is a GPU; every other skip is a failure.
-"$bin/cuda_test" --gtest_filter='-CudaDevice.NoGpu*' >"$work/cuda_test.log" 2>&1
+timeout -k 5 "$job_timeout" "$bin/cuda_test" --gtest_filter='-CudaDevice.NoGpu*' >"$work/cuda_test.log" 2>&1
 rc=$?
 passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$work/cuda_test.log")"
 skipped="$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$work/cuda_test.log")"
@@ -104,13 +237,16 @@ else
 fi
 
 # ---- 3. 1-rank jobs ---------------------------------------------------------
-run_job() {  # run_job NAME PLATFORM PRECISION STEPS -> OUT_DIR $work/NAME, stamped log
-  local name="$1"
-  env STEPS="$4" SEED=42 BATCH=4096 MICROBATCHES=8 LEARNING_RATE=0.001 \
+run_job() {  # run_job NAME PLATFORM PRECISION STEPS [RANKS [VAR=VALUE...]] -> OUT_DIR $work/NAME, stamped log
+  local name="$1" platform="$2" precision="$3" job_steps="$4" ranks="${5:-1}"
+  shift $(($# < 5 ? $# : 5))
+  take_port
+  env STEPS="$job_steps" SEED=42 BATCH=4096 MICROBATCHES=8 LEARNING_RATE=0.001 \
       FEATURES=512 WIDTH=2048 LAYERS=3 CLASSES=10 \
-      PLATFORM="$2" MATMUL_PRECISION="$3" OUT_DIR="$work/$name" \
-      COORDINATOR_PORT="$(free_port)" HEARTBEAT_TIMEOUT_SECONDS=120 \
-      "$bin/dmlp-launch" --nproc 1 --grace 5 2>"$work/$name.stderr" | stamp_lines >"$work/$name.stdout"
+      PLATFORM="$platform" MATMUL_PRECISION="$precision" OUT_DIR="$work/$name" \
+      COORDINATOR_PORT="$port" HEARTBEAT_TIMEOUT_SECONDS=120 "$@" \
+      timeout -k 10 "$job_timeout" "$bin/dmlp-launch" --nproc "$ranks" --grace 5 \
+      2>"$work/$name.stderr" | stamp_lines >"$work/$name.stdout"
   return "${PIPESTATUS[0]}"
 }
 verify() {  # verify DIR [--against OTHER]
@@ -123,7 +259,7 @@ for precision in fp32 tf32; do
   for run in a b; do
     if ! run_job "cuda-$precision-$run" cuda "$precision" "$steps"; then
       ok=0
-      detail="job cuda-$precision-$run failed: $(tail -n 3 "$work/cuda-$precision-$run.stderr" | tr '\n' ' ')"
+      detail="job cuda-$precision-$run failed: $(last_error "$work/cuda-$precision-$run.stderr")"
       break
     fi
     verify "$work/cuda-$precision-$run" || { ok=0; detail="dmlp-verify cuda-$precision-$run not PASS"; }
@@ -157,11 +293,43 @@ if run_job cpu-fp32 cpu fp32 "$cpu_steps"; then
            "$comparison (tol ${tolerance[$precision]})"
   done
 else
-  record "cpu job" FAIL "$(tail -n 3 "$work/cpu-fp32.stderr" | tr '\n' ' ')"
+  record "cpu job" FAIL "$(last_error "$work/cpu-fp32.stderr")"
 fi
 
-# ---- 4. benchmark and reference ---------------------------------------------
-if "$bin/gpu_bench" --precision both >"$work/gpu_bench.out" 2>"$work/gpu_bench.err"; then
+# ---- 4. several ranks on the one GPU ------------------------------------------
+# NCCL refuses two ranks on one device; COLLECTIVES=gloo stages the slices
+# through host memory instead (issue 13 item 5), and with DATA_SHARDS fixed the
+# bytes must not depend on the number of ranks. Older programs lack the
+# variable (it is a string in the program when it is parsed).
+if ! grep -qa COLLECTIVES "$bin/dmlp-train"; then
+  record "ranks 1/2/4 on 1 GPU" SKIP "dmlp-train does not know COLLECTIVES (no COLLECTIVES=gloo yet)"
+else
+  ok=1
+  detail=""
+  for ranks in 1 2 4; do
+    if ! run_job "gloo-$ranks" cuda fp32 "$steps" "$ranks" COLLECTIVES=gloo DATA_SHARDS=4; then
+      ok=0
+      detail="job gloo-$ranks failed: $(last_error "$work/gloo-$ranks.stderr")"
+      break
+    fi
+    verify "$work/gloo-$ranks" || { ok=0; detail="dmlp-verify gloo-$ranks not PASS"; break; }
+  done
+  if [ "$ok" -eq 1 ]; then
+    for ranks in 2 4; do
+      for file in metrics.jsonl state.safetensors; do
+        if ! cmp -s "$work/gloo-1/$file" "$work/gloo-$ranks/$file"; then
+          ok=0
+          detail="$file differs, 1 vs $ranks ranks: $(cmp "$work/gloo-1/$file" "$work/gloo-$ranks/$file" 2>&1 | head -1)"
+        fi
+      done
+    done
+  fi
+  [ "$ok" -eq 1 ] && detail="$steps steps, DATA_SHARDS=4: every run PASS, metrics.jsonl + state.safetensors byte-identical"
+  record "ranks 1/2/4 on 1 GPU" "$([ "$ok" -eq 1 ] && echo PASS || echo FAIL)" "$detail"
+fi
+
+# ---- 5. benchmark and reference ---------------------------------------------
+if timeout -k 5 "$job_timeout" "$bin/gpu_bench" --precision both >"$work/gpu_bench.out" 2>"$work/gpu_bench.err"; then
   for precision in fp32 tf32; do
     update="$(bench_value "$precision" update_ms)"
     floor="$(bench_value "$precision" floor_update_ms)"
@@ -173,11 +341,25 @@ if "$bin/gpu_bench" --precision both >"$work/gpu_bench.out" 2>"$work/gpu_bench.e
   done
   record digest INFO "image $(bench_value fp32 image_gb) GB: copy $(bench_value fp32 snapshot_copy_gb_per_s) GB/s, sha256 $(bench_value fp32 sha256_gb_per_s) GB/s, step +$(bench_value fp32 digest_overhead_pct)% with the pipelined digest"
 else
-  record "gpu_bench" FAIL "$(tail -n 3 "$work/gpu_bench.err" | tr '\n' ' ')"
+  record "gpu_bench" FAIL "$(last_error "$work/gpu_bench.err")"
+fi
+# Digest throughput against its thread count, and 8 pipelines at once (the
+# target runs 8 ranks per host): a slot for when gpu_bench measures it (issue 13 item 4).
+if "$bin/gpu_bench" --help 2>&1 | grep -q -- --digest-threads; then
+  if timeout -k 5 "$job_timeout" "$bin/gpu_bench" --digest-threads >"$work/digest_bench.out" 2>&1; then
+    record "digest threads" INFO "$(grep -E '^digest' "$work/digest_bench.out" | tr '\n' ' ')"
+  else
+    record "digest threads" FAIL "$(last_error "$work/digest_bench.out")"
+  fi
+else
+  record "digest threads" SKIP "gpu_bench has no --digest-threads yet"
 fi
 
 if [ "${GPU_CHECK_SKIP_REFERENCE:-0}" = 1 ]; then
   record reference SKIP "GPU_CHECK_SKIP_REFERENCE=1"
+elif [ ! -f "$reference_dir/train.py" ]; then
+  # The comparison with JAX is part of the check: without the job it failed.
+  record reference FAIL "no reference job (train.py) in $reference_dir (set REFERENCE_DIR)"
 else
   for precision in fp32 tf32; do
     # JAX's GPU default for float32 matmuls is TF32; "highest" is full fp32.
@@ -186,8 +368,8 @@ else
     if env "${jax_precision[@]}" REFERENCE_PYTHON="$script_dir/python_jax_cuda.sh" \
          FEATURES=512 WIDTH=2048 LAYERS=3 CLASSES=10 BATCH=4096 MICROBATCHES=8 \
          STEPS="$reference_steps" NUM_PROCESSES=1 OUT_DIR="$work/reference-$precision" \
-         LOG_DIR="$work/reference-$precision-logs" \
-         bash "$repo/bench/reference/run_reference.sh" >"$work/reference-$precision.out" 2>&1; then
+         LOG_DIR="$work/reference-$precision-logs" REFERENCE_DIR="$reference_dir" \
+         timeout -k 10 "$job_timeout" bash "$repo/bench/reference/run_reference.sh" >"$work/reference-$precision.out" 2>&1; then
       jax="$(sed -n 's/^reference_steps_per_s=//p' "$work/reference-$precision.out")"
       # dmlp's figure is measured the same way (METRIC line times, step 1 excluded).
       dmlp="${job_steps_per_s[$precision]:-n/a}"
@@ -195,7 +377,7 @@ else
       goal="$(awk -v s="$speedup" 'BEGIN { print (s + 0 > 1) ? "PASS" : "MISS" }')"
       record "vs JAX $precision" "$goal" "dmlp ${dmlp} steps/s, JAX ${jax} steps/s (${speedup}x)"
     else
-      record "vs JAX $precision" SKIP "reference did not run: $(tail -n 2 "$work/reference-$precision.out" | tr '\n' ' ')"
+      record "vs JAX $precision" FAIL "reference did not run: $(tail -n 2 "$work/reference-$precision.out" | tr '\n' ' ')"
     fi
   done
 fi

@@ -37,6 +37,15 @@ Status InProgressNcclCall() {
   return Status::Ok();
 }
 
+// A build whose compiler launcher rewrites paths relative to the build folder
+// (ccache with base_dir) must still name the file as it is in the tree.
+TEST(CudaCheck, ErrorLocationNamesTheFileInTheTree) {
+  for (const char* given : {"../../trainer/cuda/fold.cu", "./trainer/cuda/fold.cu"}) {
+    EXPECT_EQ(cuda::ErrorLocation(given, 7).rfind(" at trainer/cuda/fold.cu:7 [rank ", 0), 0u)
+        << given << " -> " << cuda::ErrorLocation(given, 7);
+  }
+}
+
 TEST(CudaCheck, NamesCallErrorFileLineAndRank) {
   cuda::SetErrorRank(3);
   const Status status = FailingCudaCall();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -184,6 +185,19 @@ TEST_F(GemmCpuTest, DescriptionNamesLibraryKernelAndThreads) {
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   EXPECT_EQ(info.kernel, avx512 ? "skx" : avx2 ? "haswell" : "generic");
+  // The fingerprint names the exact file: this build's, resolved (no symlink left).
+  char resolved[PATH_MAX];
+  ASSERT_NE(realpath(DMLP_BLIS_SO, resolved), nullptr);
+  EXPECT_EQ(info.file, resolved);
+}
+
+TEST(BlisPathBesideExecutable, TakesThePathFromTheExecutablesFolder) {
+  EXPECT_EQ(BlisPathBesideExecutable("/opt/kit/bin/dmlp-train", "../lib/libblis.so.4"),
+            "/opt/kit/bin/../lib/libblis.so.4");
+  EXPECT_EQ(BlisPathBesideExecutable("/dmlp-train", "libblis.so.4"), "/libblis.so.4");
+  EXPECT_EQ(BlisPathBesideExecutable("dmlp-train", "libblis.so.4"), "./libblis.so.4");
+  EXPECT_EQ(BlisPathBesideExecutable("/opt/kit/bin/dmlp-train", "/usr/lib/libblis.so.4"),
+            "/usr/lib/libblis.so.4");
 }
 
 // BLIS picks its kernel once, at its first initialization; if something in the

@@ -69,7 +69,11 @@ class CpuBackend final : public Backend {
     const CpuGemmInfo& gemm = CpuGemmDescription();
     return {{"platform", "cpu"},
             {"cpu", CpuModelName()},
-            {"blas", {{"library", gemm.library}, {"kernel", gemm.kernel}, {"threads", gemm.threads}}},
+            {"blas",
+             {{"library", gemm.library},
+              {"kernel", gemm.kernel},
+              {"threads", gemm.threads},
+              {"file", gemm.file}}},
             {"collectives", collectives_ ? collectives_->Description() : "none (1 process)"}};
   }
 

@@ -11,12 +11,19 @@
 // symlink (the pthread or serial BLIS build, or another version, could answer);
 // dlopen by absolute path loads exactly the file CMake found, and RTLD_LOCAL
 // keeps its BLAS symbols from interposing on anything else in the process.
+// A relocatable build (the GPU kit, tests/gpu/make_kit.sh) names the file
+// relative to the executable instead (DMLP_BLIS_BESIDE_EXECUTABLE): still one
+// exact file, found wherever the kit was unpacked, never through a search path.
 #include "trainer/cpu/gemm_cpu.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +52,7 @@ struct Blis {
 };
 
 struct State {
+  std::string file;  // the BLIS file loaded (real path)
   Blis blis;
   CpuGemmInfo info;
   bool ready = false;
@@ -70,25 +78,43 @@ const char* PinnedArch() {
   return "generic";
 }
 
+// The BLIS file this build loads, as a real path (what the fingerprint records).
+Result<std::string> BlisFile() {
+#ifdef DMLP_BLIS_BESIDE_EXECUTABLE
+  char executable[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", executable, sizeof executable - 1);
+  if (length <= 0) return InitFailed("cannot read /proc/self/exe to find BLIS beside the program");
+  executable[length] = '\0';
+  const std::string wanted = BlisPathBesideExecutable(executable, DMLP_BLIS_BESIDE_EXECUTABLE);
+#else
+  const std::string wanted = DMLP_BLIS_SO;
+#endif
+  char resolved[PATH_MAX];
+  if (realpath(wanted.c_str(), resolved) == nullptr) {
+    return InitFailed("BLIS not found at " + wanted + ": " + std::strerror(errno));
+  }
+  return std::string(resolved);
+}
+
 template <typename F>
-Status Bind(void* handle, const char* name, F& target) {
+Status Bind(void* handle, const std::string& file, const char* name, F& target) {
   target = reinterpret_cast<F>(dlsym(handle, name));
-  if (target == nullptr) return InitFailed(std::string("missing symbol ") + name + " in " + DMLP_BLIS_SO);
+  if (target == nullptr) return InitFailed(std::string("missing symbol ") + name + " in " + file);
   return Status::Ok();
 }
 
-Status Load(Blis& blis) {
-  void* handle = dlopen(DMLP_BLIS_SO, RTLD_NOW | RTLD_LOCAL);
+Status Load(const std::string& file, Blis& blis) {
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return InitFailed(std::string("dlopen: ") + dlerror());
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_init", blis.init));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_arch_string", blis.arch_string));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_arch_query_id", blis.arch_query_id));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_thread_set_num_threads", blis.set_num_threads));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_thread_get_num_threads", blis.get_num_threads));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_info_get_version_str", blis.version));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_info_get_blas_int_type_size", blis.blas_int_type_size));
-  DMLP_RETURN_IF_ERROR(Bind(handle, "bli_info_get_enable_openmp", blis.enable_openmp));
-  return Bind(handle, "sgemm_", blis.sgemm);
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_init", blis.init));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_arch_string", blis.arch_string));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_arch_query_id", blis.arch_query_id));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_thread_set_num_threads", blis.set_num_threads));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_thread_get_num_threads", blis.get_num_threads));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_info_get_version_str", blis.version));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_info_get_blas_int_type_size", blis.blas_int_type_size));
+  DMLP_RETURN_IF_ERROR(Bind(handle, file, "bli_info_get_enable_openmp", blis.enable_openmp));
+  return Bind(handle, file, "sgemm_", blis.sgemm);
 }
 
 // BLIS_ARCH_TYPE takes an arch_t index, whose numbering differs between BLIS
@@ -129,9 +155,9 @@ class ScopedEnv {
 // Selects and checks the sub-configuration. BLIS reads BLIS_ARCH_TYPE once, in
 // bli_init(); if BLIS was already initialized in this process the variable is
 // ignored, and the query below catches it.
-Status PinArch(const Blis& blis, const std::string& arch) {
+Status PinArch(const Blis& blis, const std::string& file, const std::string& arch) {
   std::optional<int> id = ArchId(blis, arch);
-  if (!id) return InitFailed("BLIS at " DMLP_BLIS_SO " has no sub-configuration " + arch);
+  if (!id) return InitFailed("BLIS at " + file + " has no sub-configuration " + arch);
   {
     ScopedEnv arch_type("BLIS_ARCH_TYPE", std::to_string(*id));
     blis.init();
@@ -175,15 +201,17 @@ Status InitCpuGemm(int threads) {
   if (threads <= 0) threads = AvailableCpus();
   if (state.ready) return SetThreads(state, threads);
 
+  DMLP_ASSIGN_OR_RETURN(const std::string file, BlisFile());
   Blis blis;
-  DMLP_RETURN_IF_ERROR(Load(blis));
+  DMLP_RETURN_IF_ERROR(Load(file, blis));
   if (blis.blas_int_type_size() != 32) {
     return InitFailed("BLIS BLAS integers are " + std::to_string(blis.blas_int_type_size()) +
                       " bits, dmlp passes 32-bit int");
   }
   const std::string arch = PinnedArch();
-  DMLP_RETURN_IF_ERROR(PinArch(blis, arch));
+  DMLP_RETURN_IF_ERROR(PinArch(blis, file, arch));
   state.blis = blis;
+  state.info.file = file;
   state.info.library = std::string("blis ") + blis.version() +
                        (blis.enable_openmp() ? " openmp" : " single-threaded");
   state.info.kernel = arch;
@@ -193,6 +221,13 @@ Status InitCpuGemm(int threads) {
 }
 
 const CpuGemmInfo& CpuGemmDescription() { return GlobalState().info; }
+
+std::string BlisPathBesideExecutable(const std::string& executable, const std::string& relative) {
+  if (!relative.empty() && relative.front() == '/') return relative;
+  const size_t slash = executable.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : executable.substr(0, slash);
+  return (folder.empty() ? "/" : folder + "/") + relative;
+}
 
 void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
            const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {

@@ -1,4 +1,4 @@
-// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, Sgemm
+// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, Sgemm, BlisPathBesideExecutable
 //
 // The CPU platform's only GEMM entry point. The library behind it is chosen by
 // measurement (bench/gemm_select): BLIS 0.9 (OpenMP build), loaded from its
@@ -24,6 +24,7 @@ struct CpuGemmInfo {
   std::string library;  // "blis 0.9.0 openmp"
   std::string kernel;   // the pinned BLIS sub-configuration: "skx", "haswell" or "generic"
   int threads = 1;      // threads one GEMM call uses
+  std::string file;     // the BLIS file loaded, as a real path
 };
 
 /// Loads and pins the library, kernel and thread count (GEMM_INIT_FAILED when it cannot).
@@ -33,6 +34,10 @@ struct CpuGemmInfo {
 Status InitCpuGemm(int threads);
 /// What InitCpuGemm pinned (for result.json's fingerprint). Empty before InitCpuGemm.
 const CpuGemmInfo& CpuGemmDescription();
+
+/// Where a relocatable build looks for BLIS: `relative` (e.g. "../lib/libblis.so.4") taken
+/// from the folder of `executable` (an absolute `relative` is returned as it is).
+std::string BlisPathBesideExecutable(const std::string& executable, const std::string& relative);
 
 /// Row-major SGEMM. REQUIRES: InitCpuGemm succeeded; m, n, k >= 0; lda/ldb/ldc are row
 /// strides of the stored matrices, each >= max(1, stored columns). Violations abort.

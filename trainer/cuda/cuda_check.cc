@@ -17,18 +17,25 @@ std::string HostName() {
   return name;
 }
 
-// __FILE__ is the absolute path CMake passed; users want the path in the tree.
-// DMLP_SOURCE_DIR ends with '/' (trainer/cuda.cmake). A compiler launcher may
-// have made the path relative to the build folder instead (ccache with
-// base_dir passes `../../trainer/...`); build folders sit in the tree, so the
-// leading `../` steps lead back to its root.
+// __FILE__ is the path the compiler was given: the absolute path CMake passes,
+// or one relative to the build folder where a compiler launcher rewrote it
+// (ccache's base_dir: "../../tests/unit/cuda_device_test.cc"). Users want the
+// path in the tree either way. DMLP_SOURCE_DIR ends with '/' (trainer/cuda.cmake).
 const char* RelativeToSource(const char* file) {
 #ifdef DMLP_SOURCE_DIR
   const std::string_view root(DMLP_SOURCE_DIR);
   if (std::string_view(file).substr(0, root.size()) == root) return file + root.size();
 #endif
-  while (std::string_view(file).substr(0, 3) == "../") file += 3;
-  return file;
+  for (;;) {
+    const std::string_view rest(file);
+    if (rest.substr(0, 3) == "../") {
+      file += 3;
+    } else if (rest.substr(0, 2) == "./") {
+      file += 2;
+    } else {
+      return file;
+    }
+  }
 }
 
 }  // namespace

@@ -52,6 +52,10 @@ class CompleteRuns(JobTestCase):
         self.assertEqual(version.returncode, 0)
         self.assertIn("commit: " + build["git_commit"], version.stdout)
         self.assertIn("compiler: " + build["compiler"], version.stdout)
+        # The exact BLIS file loaded, resolved: never the alternatives symlink.
+        blis_file = document["fingerprint"]["blas"]["file"]
+        self.assertEqual(blis_file, os.path.realpath(blis_file))
+        self.assertRegex(blis_file, r"^/.*/libblis\.so\.\d+$")
         for line in (out / "rank-0.jsonl").read_text().splitlines():
             record = json.loads(line)
             self.assertEqual(line, json.dumps(record, sort_keys=True))

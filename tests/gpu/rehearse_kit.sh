@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Rehearses the GPU kit without a GPU (issue 13 item 3): proves that the kit
+# (tests/gpu/make_kit.sh) carries everything its programs load except what
+# the device supplies, by running it in a bare Debian 12 root (debootstrap
+# --variant=minbase: no Gloo, BLIS, yaml-cpp, OpenSSL, libgomp, Python, CUDA)
+# with only the kit copied in:
+#   1. the root holds none of the kit's packages;
+#   2. without cuBLAS/NCCL: ldd misses exactly the device's sonames
+#      (lib/DEVICE_LIBS), and run_gpu_checks.sh --kit fails with "device
+#      libraries FAIL not found: ..." (no loader error);
+#   3. with this machine's cuBLAS/NCCL mounted where the device image keeps its
+#      Python packages (/opt/torch/.venv/.../site-packages/nvidia/cu13/lib):
+#      ldd resolves everything; dmlp-launch runs 2 ranks of dmlp-train
+#      (PLATFORM=cpu, BLIS from the kit: the fingerprint names /kit/lib/...),
+#      dmlp-verify says PASS; cuda_test passes with its GPU cases skipped;
+#      run_gpu_checks.sh --kit finds the libraries, then fails with "no GPU"
+#      and dmlp-train's own error, never a loader error.
+# Usage (as root): tests/gpu/rehearse_kit.sh KIT_DIR
+# Environment (optional):
+#   KIT_REHEARSAL_ROOT   the root (default /var/tmp/dmlp-rehearsal/bookworm-kit-root,
+#                        made with debootstrap on first use, about 200 MB, then reused)
+#   DEBIAN_MIRROR        for debootstrap (default http://deb.debian.org/debian)
+#   DEVICE_LIB_SOURCE    where cuBLAS/NCCL are here (default /usr/local/cuda/lib64)
+#   KIT_REHEARSAL_PORT   first coordinator port (default 13150; 20 are used)
+# Leaves nothing mounted and nothing running, on every exit path.
+# Exit status: 0 when every check passed, 1 when one failed, 2 when it could not run.
+set -euo pipefail
+export LC_ALL=C
+
+die() { echo "rehearse_kit.sh: error: $*" >&2; exit 2; }
+[ $# -eq 1 ] || die "usage: tests/gpu/rehearse_kit.sh KIT_DIR"
+[ -f "$1/lib/DEVICE_LIBS" ] || die "$1 is not a kit (no lib/DEVICE_LIBS; make one with tests/gpu/make_kit.sh)"
+kit="$(cd "$1" && pwd)"
+root="${KIT_REHEARSAL_ROOT:-/var/tmp/dmlp-rehearsal/bookworm-kit-root}"
+device_lib_source="${DEVICE_LIB_SOURCE:-/usr/local/cuda/lib64}"
+port="${KIT_REHEARSAL_PORT:-13150}"
+device_site=opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib
+[ "$(id -u)" -eq 0 ] || die "needs root (chroot, mount)"
+for tool in debootstrap chroot mount umount mountpoint; do
+  command -v "$tool" >/dev/null || die "$tool not found"
+done
+started=$SECONDS
+
+if [ ! -d "$root" ]; then
+  echo "rehearse_kit.sh: making $root (debootstrap --variant=minbase bookworm)" >&2
+  rm -rf "$root.partial"
+  mkdir -p "$(dirname "$root")"
+  debootstrap --variant=minbase bookworm "$root.partial" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
+  mv "$root.partial" "$root"
+fi
+
+mounts=()
+cleanup() {
+  local index
+  for ((index = ${#mounts[@]} - 1; index >= 0; index--)); do
+    umount "${mounts[index]}" 2>/dev/null || umount -l "${mounts[index]}" || true
+  done
+  mounts=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mount_at() {  # mount_at TARGET MOUNT-ARGS...
+  local target="$1"
+  shift
+  mkdir -p "$target"
+  mountpoint -q "$target" && die "$target is already a mount point (an earlier rehearsal still running?)"
+  mount "$@" "$target"
+  mounts+=("$target")
+}
+in_root() {  # a clean environment: nothing of this machine's leaks in
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C "$@"
+}
+
+failures=0
+check() {  # check NAME CONDITION-STATUS DETAIL
+  if [ "$2" -eq 0 ]; then echo "PASS  $1: $3"; else echo "FAIL  $1: $3"; failures=$((failures + 1)); fi
+}
+
+rm -rf "$root/kit" "$root/out" "$root/tmp/"*
+cp -a "$kit" "$root/kit"
+mount_at "$root/proc" -t proc proc
+mount_at "$root/dev" --bind /dev
+mapfile -t device_libs <"$root/kit/lib/DEVICE_LIBS"
+
+# ---- 1. a bare root -----------------------------------------------------------
+# shellcheck disable=SC2016  # dpkg-query's format, not the shell's
+present="$(in_root dpkg-query -W -f='${Package} ${Status}\n' 2>/dev/null |
+           awk '/ installed$/ && $1 ~ /^(python3|libgloo|libblis|libyaml-cpp|libssl|libgomp|libhiredis|libibverbs|libnl-|libcublas|libnccl|libcudart|nvidia)/ { printf "%s ", $1 }')"
+# shellcheck disable=SC2016  # expanded by the root's sh
+check "bare root" "$([ -z "$present" ] && echo 0 || echo 1)" \
+  "$(in_root sh -c '. /etc/os-release; echo "$PRETTY_NAME"'), $(in_root dpkg-query -W -f='.\n' | wc -l) packages${present:+; holds $present}"
+
+unresolved() {  # the sonames ldd cannot resolve for every kit program, sorted
+  local program
+  for program in "$root"/kit/bin/*; do
+    in_root env ${1:+LD_LIBRARY_PATH=$1} ldd "/kit/bin/${program##*/}" 2>&1 | awk '/not found/ { print $1 }'  || true
+  done | sort -u | tr '\n' ' '
+}
+runner() {  # runner OUT_NAME [VAR=VALUE...]: run_gpu_checks.sh --kit in the root; its status
+  local out="$1"
+  shift
+  in_root env OUT="/out/$out" GPU_CHECK_PORT_BASE="$port" "$@" \
+    timeout -k 5 300 bash /kit/tests/gpu/run_gpu_checks.sh --kit /kit >"$root/out-$out.console" 2>&1
+}
+loader_errors() {  # the loader's complaints in the runner's output and logs, if any
+  { cat "$root/out-$1.console"; tar -xzOf "$root/out/$1/gpu-checks-logs.tar.gz" 2>/dev/null; } |
+    grep -m3 -E 'error while loading shared libraries|cannot open shared object|symbol lookup error' || true
+}
+
+# ---- 2. without the device's libraries ----------------------------------------
+# ldd names only the first missing level (libcublasLt hides behind libcublas):
+# every unresolved soname must be a device one, and cuBLAS and NCCL must be among them.
+missing="$(unresolved "")"
+foreign=""
+for soname in $missing; do
+  printf '%s\n' "${device_libs[@]}" | grep -qxF "$soname" || foreign+=" $soname"
+done
+check "ldd, no cuBLAS/NCCL" \
+  "$([ -z "$foreign" ] && [[ " $missing" == *" libcublas.so."* && " $missing" == *" libnccl.so."* ]] && echo 0 || echo 1)" \
+  "unresolved: ${missing:-none}${foreign:+; not from the device:$foreign} (the device supplies: ${device_libs[*]})"
+rc=0
+runner no-device-libs || rc=$?
+table="$(cat "$root/out/no-device-libs/gpu-checks-table.txt" 2>/dev/null || true)"
+errors="$(loader_errors no-device-libs)"
+check "runner, no cuBLAS/NCCL" \
+  "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*FAIL  *not found: libcublas' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
+  "rc=$rc, $(grep -m1 'device libraries' <<<"$table" | cut -c1-160)${errors:+; loader: $errors}"
+
+# ---- 3. with them, where the device image keeps them --------------------------
+for soname in "${device_libs[@]}"; do
+  [ -e "$device_lib_source/$soname" ] || die "no $soname in $device_lib_source (set DEVICE_LIB_SOURCE)"
+done
+mount_at "$root/$device_site" --bind -o ro "$device_lib_source"
+missing="$(unresolved "/$device_site")"
+check "ldd, with cuBLAS/NCCL" "$([ -z "$missing" ] && echo 0 || echo 1)" "unresolved: ${missing:-none}"
+
+rc=0
+in_root env PLATFORM=cpu NUM_PROCESSES=2 STEPS=3 SEED=42 BATCH=16 MICROBATCHES=2 LEARNING_RATE=0.001 \
+  FEATURES=8 WIDTH=16 LAYERS=2 CLASSES=4 DATA_SHARDS=2 OUT_DIR=/out/cpu-job \
+  COORDINATOR_PORT="$((port + 19))" HEARTBEAT_TIMEOUT_SECONDS=60 LD_LIBRARY_PATH="/$device_site" \
+  timeout -k 5 120 /kit/bin/dmlp-launch --grace 5 >"$root/out-cpu-job.console" 2>&1 || rc=$?
+verdict="$(in_root /kit/bin/dmlp-verify /out/cpu-job 2>&1 | tail -n 1 || true)"
+blis="$(sed -n 's/.*"file": "\([^"]*blis[^"]*\)".*/\1/p' "$root/out/cpu-job/result.json" 2>/dev/null || true)"
+check "cpu job, 2 ranks" "$([ "$rc" -eq 0 ] && [ "$verdict" = PASS ] && [ "$blis" = /kit/lib/libblis.so.4 ] && echo 0 || echo 1)" \
+  "dmlp-launch rc=$rc, dmlp-verify $verdict, BLIS ${blis:-not in the fingerprint}$([ "$rc" -eq 0 ] || echo "; $(tail -n 2 "$root/out-cpu-job.console" | tr '\n' ' ')")"
+
+rc=0
+in_root env LD_LIBRARY_PATH="/$device_site" timeout -k 5 300 /kit/bin/cuda_test >"$root/out-cuda-test.console" 2>&1 || rc=$?
+summary="$(grep -E '^\[  (PASSED|SKIPPED|FAILED)  ?\] [0-9]+ test' "$root/out-cuda-test.console" | tr '\n' ' ' || true)"
+check "cuda_test, no GPU" "$([ "$rc" -eq 0 ] && grep -q SKIPPED <<<"$summary" && echo 0 || echo 1)" "rc=$rc, $summary"
+
+rc=0
+runner no-gpu || rc=$?
+table="$(cat "$root/out/no-gpu/gpu-checks-table.txt" 2>/dev/null || true)"
+errors="$(loader_errors no-gpu)"
+check "runner, no GPU" \
+  "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*PASS' <<<"$table" && grep -q '^gpu  *FAIL  *no GPU' <<<"$table" &&
+     grep -q 'cuda job .*dmlp-train: error: ' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
+  "rc=$rc; $(grep -E '^(gpu|cuda job) ' <<<"$table" | tr -s ' ' | tr '\n' ';' | cut -c1-240)${errors:+; loader: $errors}"
+
+echo "rehearse_kit.sh: $failures failed, $((SECONDS - started)) s; root $root, outputs under $root/out"
+cleanup
+[ "$failures" -eq 0 ]
