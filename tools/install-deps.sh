@@ -26,8 +26,11 @@ build_packages=(
   python3 procps
 )
 # tools/test-all.sh on top: shellcheck, clang for the fuzz targets, git for
-# the list of scripts to check.
-test_packages=(shellcheck clang git)
+# the list of scripts to check; Slurm (with munge) and Open MPI for the engine
+# tests (tests/e2e/engines: about a minute of apt each, a minute of tests).
+# torchrun is not here: PyPI's torch brings GBs of CUDA libraries, so
+# tools/engines-check.sh installs it and runs that case outside CI.
+test_packages=(shellcheck clang git slurm-wlm munge openmpi-bin)
 
 mode=all
 list_only=0
