@@ -215,6 +215,13 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                             ? CreateCpuBackend(plan, layout, rendezvous)
                             : CreateCudaBackend(plan, layout, rendezvous));
   DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
+  // Once per job, and only once the job has started (rendezvous and backend),
+  // so a rank that fails to start prints nothing but its error.
+  if (plan.process_id == 0)
+    std::fprintf(stderr, "dmlp-train: %lld ranks placed by %s; coordinator %s:%lld from %s\n",
+                 static_cast<long long>(plan.num_processes), PlaceSourceName(plan.place_source),
+                 plan.coordinator_address.c_str(), static_cast<long long>(plan.coordinator_port),
+                 plan.coordinator_from.c_str());
   // A job resumed from its final checkpoint has nothing left to compute: the
   // checkpoint is the final state. Otherwise the last snapshot will be.
   if (start.done_steps < plan.steps) start.image = {};
@@ -258,13 +265,6 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   options.heartbeat_timeout_seconds = static_cast<int>(plan.heartbeat_timeout_seconds);
   options.plan_fingerprint = PlanFingerprint(plan);
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> rendezvous, Rendezvous::Join(options));
-  // Once per job, and only after the rendezvous, so a rank that fails to
-  // start still prints nothing but its error.
-  if (plan.process_id == 0)
-    std::fprintf(stderr, "dmlp-train: %lld ranks placed by %s; coordinator %s:%lld from %s\n",
-                 static_cast<long long>(plan.num_processes), PlaceSourceName(plan.place_source),
-                 plan.coordinator_address.c_str(), static_cast<long long>(plan.coordinator_port),
-                 plan.coordinator_from.c_str());
   if (plan.resume) start = ResumeStart(plan, layout, *rendezvous);
   Status status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step,
                                          started)
