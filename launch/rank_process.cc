@@ -81,6 +81,13 @@ Status PipeError(const char* call) {
 }  // namespace
 
 std::vector<std::string> RankEnvironment(const Environment& base, int rank, int local_rank) {
+  // One code path with the engines: dmlp-launch is one more engine. It sets
+  // the variables an engine would (PROCESS_ID, LOCAL_RANK, and NUM_PROCESSES
+  // in options.cc), and dmlp-train reads every engine's through the same
+  // ReadRankPlace (common/rank_place.h). It sets dmlp's own names rather than
+  // RANK/WORLD_SIZE because those win over any engine's: a launcher that was
+  // itself started by srun or mpirun (one per node) places its ranks, and the
+  // outer engine's variables, inherited here, describe the launcher instead.
   Environment environment = base;
   environment.Set("PROCESS_ID", std::to_string(rank));
   environment.Set("LOCAL_RANK", std::to_string(local_rank));

@@ -26,11 +26,14 @@ build_packages=(
   python3 procps
 )
 # tools/test-all.sh on top: shellcheck, clang for the fuzz targets, git for
-# the list of scripts to check, chromium for the browser test of
+# the list of scripts to check; chromium for the browser test of
 # `dmlp-verify --html` (verify_e2e.html_browser; skipped where it is absent;
 # Debian's package, about 45 s to install on CI; on Ubuntu the name is a snap
-# stub, so the image does not carry it).
-test_packages=(shellcheck clang git chromium)
+# stub, so the image does not carry it); Slurm (with munge) and Open MPI for
+# the engine tests (tests/e2e/engines: about a minute of apt each, a minute of
+# tests). torchrun is not here: PyPI's torch brings GBs of CUDA libraries, so
+# tools/engines-check.sh installs it and runs that case outside CI.
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin)
 
 mode=all
 list_only=0

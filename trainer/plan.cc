@@ -55,9 +55,21 @@ Status ReadModel(const Environment& env, Plan& plan) {
   return Status::Ok();
 }
 
+// Rank, world size, local rank and coordinator: from dmlp-launch's variables
+// or from the engine that started the process (common/rank_place.h).
+Status ReadPlace(const Environment& env, Plan& plan) {
+  DMLP_ASSIGN_OR_RETURN(RankPlace place, ReadRankPlace(env));
+  plan.num_processes = place.num_processes;
+  plan.process_id = place.process_id;
+  plan.local_rank = place.local_rank;
+  plan.coordinator_address = place.coordinator_address;
+  plan.coordinator_port = place.coordinator_port;
+  plan.place_source = place.source;
+  plan.coordinator_from = place.coordinator_from;
+  return Status::Ok();
+}
+
 Status CrossCheck(const Plan& plan) {
-  if (plan.process_id >= plan.num_processes)
-    return Invalid("PROCESS_ID must be less than NUM_PROCESSES");
   if (plan.batch % plan.num_processes != 0)
     return Invalid("BATCH must be divisible by NUM_PROCESSES");
   if (plan.batch % plan.data_shards != 0) return Invalid("BATCH must be divisible by DATA_SHARDS");
@@ -91,13 +103,7 @@ Result<Plan> ReadPlan(const Environment& env) {
   DMLP_ASSIGN_OR_RETURN(plan.platform,
                         Choice(env, "PLATFORM", nullptr,
                                {std::pair{"cuda", Platform::kCuda}, std::pair{"cpu", Platform::kCpu}}));
-  DMLP_ASSIGN_OR_RETURN(plan.num_processes, RequireInteger(env, "NUM_PROCESSES", 1, 1 << 16));
-  DMLP_ASSIGN_OR_RETURN(plan.process_id, RequireInteger(env, "PROCESS_ID", 0, 1 << 16));
-  DMLP_ASSIGN_OR_RETURN(plan.local_rank,
-                        OptionalInteger(env, "LOCAL_RANK", plan.process_id, 0, 1 << 16));
-  DMLP_ASSIGN_OR_RETURN(plan.coordinator_port, RequireInteger(env, "COORDINATOR_PORT", 1, 65535));
-  DMLP_ASSIGN_OR_RETURN(plan.coordinator_address,
-                        OptionalString(env, "COORDINATOR_ADDRESS", "127.0.0.1"));
+  DMLP_RETURN_IF_ERROR(ReadPlace(env, plan));
   DMLP_RETURN_IF_ERROR(ReadModel(env, plan));
   DMLP_ASSIGN_OR_RETURN(plan.heartbeat_timeout_seconds,
                         RequireInteger(env, "HEARTBEAT_TIMEOUT_SECONDS", 1));

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/env.h"
+#include "common/rank_place.h"
 #include "common/state_layout.h"
 #include "common/status.h"
 
@@ -39,6 +40,10 @@ struct Plan {
   int64_t local_rank = 0;      // device index on this host (LOCAL_RANK, default PROCESS_ID)
   std::string coordinator_address = "127.0.0.1";
   int64_t coordinator_port = 0;
+  // Which launcher gave the four fields above (common/rank_place.h); never
+  // part of PlanFingerprint or PlanDocument, so it cannot change a receipt.
+  PlaceSource place_source = PlaceSource::kDmlp;
+  std::string coordinator_from = "default";
   ModelShape model;
   int64_t heartbeat_timeout_seconds = 0;
   int64_t data_shards = 0;     // default NUM_PROCESSES

@@ -125,6 +125,13 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                             ? CreateCpuBackend(plan, layout, rendezvous)
                             : CreateCudaBackend(plan, layout, rendezvous));
   DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
+  // Once per job, and only once the job has started (rendezvous and backend),
+  // so a rank that fails to start prints nothing but its error.
+  if (plan.process_id == 0)
+    std::fprintf(stderr, "dmlp-train: %lld ranks placed by %s; coordinator %s:%lld from %s\n",
+                 static_cast<long long>(plan.num_processes), PlaceSourceName(plan.place_source),
+                 plan.coordinator_address.c_str(), static_cast<long long>(plan.coordinator_port),
+                 plan.coordinator_from.c_str());
   // A job resumed from its final checkpoint has nothing left to compute: the
   // checkpoint is the final state. Otherwise the last snapshot will be.
   if (start.done_steps < plan.steps) start.image = {};

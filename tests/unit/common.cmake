@@ -3,6 +3,8 @@ add_executable(common_test
   ${CMAKE_CURRENT_LIST_DIR}/float_repr_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/out_dir_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/py_json_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rank_place_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/slurm_hostlist_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/receipt_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/state_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/status_test.cc

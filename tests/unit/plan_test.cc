@@ -105,6 +105,30 @@ TEST(PlanTest, FingerprintIgnoresIdentityButNotTheJob) {
   EXPECT_NE(PlanFingerprint(*ReadPlan(ValidEnv())), PlanFingerprint(*ReadPlan(other)));
 }
 
+TEST(PlanTest, AnEnginesPlaceGivesTheSamePlan) {
+  // The same rank placed by srun instead of dmlp-launch: same fingerprint and
+  // result.json plan, only the recorded source differs.
+  Environment::Map values = ValidEnv().values();
+  values.erase("PROCESS_ID");
+  values.erase("NUM_PROCESSES");
+  Environment slurm(values);
+  slurm.Set("SLURM_PROCID", "1");
+  slurm.Set("SLURM_NTASKS", "2");
+  slurm.Set("SLURM_LOCALID", "1");
+  Result<Plan> engine = ReadPlan(slurm);
+  Result<Plan> launched = ReadPlan(ValidEnv());
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_EQ(engine->process_id, 1);
+  EXPECT_EQ(engine->num_processes, 2);
+  EXPECT_EQ(engine->place_source, PlaceSource::kSlurm);
+  EXPECT_EQ(launched->place_source, PlaceSource::kDmlp);
+  EXPECT_EQ(PlanFingerprint(*engine), PlanFingerprint(*launched));
+  EXPECT_EQ(PlanDocument(*engine), PlanDocument(*launched));
+  slurm.Set("NUM_PROCESSES", "4");
+  EXPECT_EQ(ReadPlan(slurm).status().ToString(),
+            "ENV_CONFLICT: NUM_PROCESSES=4 and SLURM_NTASKS=2 disagree");
+}
+
 class ConfigFileTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& text) {

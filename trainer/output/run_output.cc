@@ -41,6 +41,11 @@ nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string
       {"final_params_sha256", digests.params},
       {"fingerprint", fingerprint},
       {"heartbeat_timeout_seconds", plan.heartbeat_timeout_seconds},
+      // How the ranks were started: outside "plan" and "fingerprint", because
+      // the same plan gives the same bits under any launcher.
+      {"launch",
+       {{"coordinator_from", plan.coordinator_from},
+        {"place_source", PlaceSourceName(plan.place_source)}}},
       {"model",
        {{"classes", plan.model.classes},
         {"features", plan.model.features},
