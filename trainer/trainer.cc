@@ -16,6 +16,7 @@
 #include "trainer/output/checkpoint.h"
 #include "trainer/output/digest_pipeline.h"
 #include "trainer/init.h"
+#include "trainer/memory_plan.h"
 #include "trainer/output/progress.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/output/replay.h"
@@ -243,6 +244,9 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
 
 Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   const auto started = std::chrono::steady_clock::now();
+  // Before anything is allocated or created in OUT_DIR: even the layout of an
+  // absurd plan (LAYERS=2000000000) would take gigabytes and seconds.
+  DMLP_RETURN_IF_ERROR(CheckPlanMemory(plan, kDefaultSnapshotBuffers));
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
   DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
   // A fresh job opens its outputs first, so a refusal costs no rendezvous; a
