@@ -14,6 +14,7 @@
 
 #include "common/file_util.h"
 #include "common/sha256.h"
+#include "common/strict_json.h"
 
 namespace dmlp {
 namespace {
@@ -185,8 +186,12 @@ Result<StateFileIndex> ReadStateFileIndex(const std::string& path) {
     return Invalid(path, "header length out of range");
   std::string text(header_length, '\0');
   DMLP_RETURN_IF_ERROR(reader.ReadAt(8, text.data(), text.size()));
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) return Invalid(path, "header is not a JSON object");
+  // Strict: with nlohmann's last-wins parse, a forged first "opt/count" entry
+  // would vanish behind a valid second one and the file would pass.
+  StrictJsonParse parsed = ParseStrictJson(text);
+  if (!parsed.ok()) return Invalid(path, "header: " + parsed.problem);
+  const nlohmann::json& header = parsed.value;
+  if (!header.is_object()) return Invalid(path, "header is not a JSON object");
   StateFileIndex index;
   index.data_offset = 8 + header_length;
   index.data_size = reader.size() - index.data_offset;

@@ -11,10 +11,35 @@ constexpr int64_t kMaxParameters = int64_t{1} << 36;
 
 }  // namespace
 
-Result<StateLayout> StateLayout::Create(const ModelShape& shape) {
+uint64_t StateLayout::CountParameters(const ModelShape& m) {
+  auto add = [](uint64_t a, uint64_t b) {
+    uint64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+  };
+  auto mul = [](uint64_t a, uint64_t b) {
+    uint64_t product = 0;
+    return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+  };
+  auto u = [](int64_t value) { return value < 0 ? uint64_t{0} : static_cast<uint64_t>(value); };
+  // Dense_0: features -> width; (layers - 1) x width -> width; width -> classes.
+  if (m.layers <= 0) return add(mul(u(m.features), u(m.classes)), u(m.classes));
+  uint64_t count = add(mul(u(m.features), u(m.width)), u(m.width));
+  count = add(count, mul(u(m.layers) - 1, add(mul(u(m.width), u(m.width)), u(m.width))));
+  return add(count, add(mul(u(m.width), u(m.classes)), u(m.classes)));
+}
+
+Status StateLayout::CheckShape(const ModelShape& shape) {
   if (shape.features < 1 || shape.width < 1 || shape.classes < 1)
     return Status::Error("MODEL_INVALID", "features, width and classes must be >= 1");
   if (shape.layers < 0) return Status::Error("MODEL_INVALID", "layers must be >= 0");
+  if (CountParameters(shape) > static_cast<uint64_t>(kMaxParameters))
+    return Status::Error("MODEL_INVALID", "model too large");
+  return Status::Ok();
+}
+
+Result<StateLayout> StateLayout::Create(const ModelShape& shape) {
+  // First in constant time: a layout of 2e9 layers would take gigabytes to refuse.
+  DMLP_RETURN_IF_ERROR(CheckShape(shape));
   StateLayout layout;
   layout.shape_ = shape;
   int64_t total = 0;

@@ -43,6 +43,11 @@ class StateLayout {
  public:
   /// Checks every dimension >= 1 and that the state fits in memory arithmetic.
   static Result<StateLayout> Create(const ModelShape& shape);
+  /// P of `shape` from its numbers alone (no per-layer work: LAYERS may be
+  /// 2e9), saturating at UINT64_MAX instead of wrapping.
+  static uint64_t CountParameters(const ModelShape& shape);
+  /// What Create checks, in constant time: dimensions >= 1, P within the limit.
+  static Status CheckShape(const ModelShape& shape);
 
   const ModelShape& shape() const { return shape_; }
   /// Leaves in canonical order (the digest and file order).

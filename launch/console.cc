@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace dmlp {
@@ -28,9 +29,16 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
+void FdConsole::GiveUp(StreamKind kind, int& fd) {
+  // REQUIRES: errno is the failed write's.
+  if (errno != EPIPE && !write_error_)
+    write_error_ = std::string(StreamName(kind)) + ": " + std::strerror(errno);
+  fd = -1;
+}
+
 void FdConsole::RankLines(StreamKind kind, std::string_view lines) {
   int& fd = kind == StreamKind::kStdout ? out_fd_ : err_fd_;
-  if (fd >= 0 && !WriteAll(fd, lines)) fd = -1;
+  if (fd >= 0 && !WriteAll(fd, lines)) GiveUp(kind, fd);
 }
 
 void FdConsole::Notice(std::string_view text) {
@@ -38,7 +46,7 @@ void FdConsole::Notice(std::string_view text) {
   std::string line = "dmlp-launch: ";
   line.append(text);
   line.push_back('\n');
-  if (!WriteAll(err_fd_, line)) err_fd_ = -1;
+  if (!WriteAll(err_fd_, line)) GiveUp(StreamKind::kStderr, err_fd_);
 }
 
 }  // namespace dmlp

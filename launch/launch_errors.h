@@ -1,5 +1,6 @@
 // defines: kUsage, kOptionInvalid, kConfigInvalid, kCommandNotFound, kCommandNotExecutable,
-//          kLogDirFailed, kSpawnFailed, kInternal, kExitConfig, kExitInternal,
+//          kLogDirFailed, kSpawnFailed, kInternal, kOutputWriteFailed, kOutOfMemory,
+//          kExitConfig, kExitInternal,
 //          kExitNotExecutable, kExitNotFound, ExitCodeForError
 //
 // The launcher's own error codes (the ones a user sees after
@@ -19,6 +20,10 @@ inline constexpr char kCommandNotFound[] = "COMMAND_NOT_FOUND";
 inline constexpr char kCommandNotExecutable[] = "COMMAND_NOT_EXECUTABLE";
 inline constexpr char kSpawnFailed[] = "SPAWN_FAILED";  // fork, pipe, epoll ... failed
 inline constexpr char kInternal[] = "INTERNAL";
+// The launcher's own stdout/stderr failed (EFBIG past RLIMIT_FSIZE, ENOSPC, EIO);
+// ranks ran on, lines after the failure were lost (--log-dir keeps them).
+inline constexpr char kOutputWriteFailed[] = "OUTPUT_WRITE_FAILED";
+inline constexpr char kOutOfMemory[] = "OUT_OF_MEMORY";  // an allocation failed (std::bad_alloc)
 
 inline constexpr int kExitConfig = 2;
 inline constexpr int kExitInternal = 125;

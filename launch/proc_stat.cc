@@ -1,11 +1,12 @@
 #include "launch/proc_stat.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <sstream>
 
 namespace dmlp {
@@ -57,9 +58,29 @@ std::vector<ProcStat> ScanProcesses(const std::function<bool(const ProcStat&)>& 
 }  // namespace
 
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  if (!file) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<ProcStat> stat = ReadProcStatFrom(fd);
+  ::close(fd);
+  return stat;
+}
+
+std::optional<ProcStat> ReadProcStatFrom(int fd) {
+  // Plain read(), not an ifstream: a process that ends between the open and
+  // the read makes read() fail with ESRCH, and libstdc++'s istreambuf_iterator
+  // turns that into an exception. Every scan of /proc meets such processes on
+  // a busy machine (any process, not only ours), and the exception escaped
+  // the launcher between two attempts (issue 14 item 12).
+  std::string text;
+  char buffer[1024];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return std::nullopt;
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
   return ParseProcStat(text);
 }
 

@@ -1,4 +1,5 @@
-// defines: ProcStat, ReadProcStat, ParseProcStat, ProcessGroupMembers, ChildProcesses
+// defines: ProcStat, ReadProcStat, ReadProcStatFrom, ParseProcStat, ProcessGroupMembers,
+//          ChildProcesses
 //
 // Reading /proc/PID/stat: used to say *why* a process survived SIGKILL (state
 // D, uninterruptible sleep, usually a driver or a hung file system), to list
@@ -30,6 +31,9 @@ struct ProcStat {
 std::optional<ProcStat> ParseProcStat(const std::string& text);
 /// Reads /proc/`pid`/stat; nullopt when the process is gone.
 std::optional<ProcStat> ReadProcStat(pid_t pid);
+/// Reads an open /proc/PID/stat to its end; nullopt on any read error (ESRCH:
+/// the process was reaped after the open). Never throws.
+std::optional<ProcStat> ReadProcStatFrom(int fd);
 /// Every process whose process group is `pgid` (a scan of /proc).
 std::vector<ProcStat> ProcessGroupMembers(pid_t pgid);
 /// Every process whose parent is `parent`, zombies included (a scan of /proc).

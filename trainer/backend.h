@@ -1,4 +1,5 @@
-// defines: Backend, SnapshotBuffer, SnapshotWaiter, CreateCpuBackend, CreateCudaBackend
+// defines: Backend, SnapshotBuffer, SnapshotWaiter, CreateCpuBackend, CreateCudaBackend,
+//          CudaFreeDeviceMemory
 //
 // The platform seam. Everything a rank does that is not GEMMs, kernels or
 // collectives (plan, rendezvous, data definition, initialization, digests,
@@ -66,5 +67,8 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
 /// CUDA platform: cuBLAS, own kernels, NCCL. PLATFORM_UNAVAILABLE when built without CUDA.
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,
                                                    Rendezvous& rendezvous);
+/// Free memory of this rank's GPU (LOCAL_RANK), for the plan's memory check
+/// before anything is allocated. PLATFORM_UNAVAILABLE when built without CUDA.
+Result<uint64_t> CudaFreeDeviceMemory(const Plan& plan);
 
 }  // namespace dmlp

@@ -2,6 +2,7 @@
 // (optionally under a YAML --config file); see README.md for every variable.
 #include <csignal>
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -50,8 +51,16 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     reported = true;
   };
-  dmlp::Result<dmlp::Plan> plan = dmlp::ReadPlan(env);
-  dmlp::Status status = plan.ok() ? dmlp::RunTrainer(*plan, report) : plan.status();
+  dmlp::Status status;
+  try {
+    dmlp::Result<dmlp::Plan> plan = dmlp::ReadPlan(env);
+    status = plan.ok() ? dmlp::RunTrainer(*plan, report) : plan.status();
+  } catch (const std::bad_alloc&) {
+    // The plan's memory check (trainer/memory_plan.h) leaves this to memory
+    // that went elsewhere meanwhile: a clean error, not SIGABRT.
+    status = dmlp::Status::Error("OUT_OF_MEMORY", "an allocation failed; the plan's estimate "
+                                                  "fitted, so memory ran out elsewhere");
+  }
   if (status.ok()) return 0;
   if (!reported) report(status);
   return ExitCodeFor(status);

@@ -50,8 +50,9 @@ Status ReadModel(const Environment& env, Plan& plan) {
   DMLP_ASSIGN_OR_RETURN(plan.model.width, RequireInteger(env, "WIDTH", 1));
   DMLP_ASSIGN_OR_RETURN(plan.model.layers, RequireInteger(env, "LAYERS", 1));
   DMLP_ASSIGN_OR_RETURN(plan.model.classes, RequireInteger(env, "CLASSES", 1));
-  Result<StateLayout> layout = StateLayout::Create(plan.model);
-  if (!layout.ok()) return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + layout.status().detail());
+  // Constant time: building the layout of LAYERS=2000000000 took 6 s and 2.9 GB.
+  Status shape = StateLayout::CheckShape(plan.model);
+  if (!shape.ok()) return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + shape.detail());
   return Status::Ok();
 }
 

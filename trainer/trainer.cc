@@ -15,6 +15,7 @@
 #include "trainer/backend.h"
 #include "trainer/output/checkpoint.h"
 #include "trainer/output/digest_pipeline.h"
+#include "trainer/memory_plan.h"
 #include "trainer/output/progress.h"
 #include "trainer/output/run_output.h"
 #include "trainer/rendezvous/rendezvous.h"
@@ -162,6 +163,9 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
 
 Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   const auto started = std::chrono::steady_clock::now();
+  // Before anything is allocated or created in OUT_DIR: even the layout of an
+  // absurd plan (LAYERS=2000000000) would take gigabytes and seconds.
+  DMLP_RETURN_IF_ERROR(CheckPlanMemory(plan, kDefaultSnapshotBuffers));
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
   DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
   // Only look before the rendezvous (a refusal costs no rendezvous and leaves

@@ -4,6 +4,7 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
+  ${CMAKE_CURRENT_LIST_DIR}/memory_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc

@@ -32,6 +32,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"rank.field_mismatch", E, "a record's rank differs from the N of its file rank-N.jsonl"},
     // Files of the run directory.
     {"file.not_regular", E, "a receipt, result or state file is a symlink, directory or device (never followed)"},
+    {"file.too_large", E, "a receipt file (rank-N.jsonl, metrics.jsonl) is larger than result.json's steps allow (steps x 4097 bytes): refused from its size, never read"},
     {"ranks.none", E, "no rank-N.jsonl file at all"},
     {"ranks.missing_file", E, "rank-N.jsonl is missing for a rank in 0..P-1"},
     {"ranks.extra_file", E, "rank-N.jsonl exists for N >= P (result.json's processes)"},
@@ -62,7 +63,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"result.rank_files_invalid", E, "rank_files is not exactly [\"rank-0.jsonl\", ..., \"rank-(P-1).jsonl\"] (paths are never opened)"},
     {"result.torn_receipts", E, "result.json says the run is complete but a receipt file ends in a torn line"},
     // state.safetensors.
-    {"state.absent", N, "no state_file named (reference format): the final digests are not recomputed"},
+    {"state.absent", N, "no state_file named (reference format): the receipts, their agreement across ranks and steps, and result.json's steps, final_loss and params_sha256 against the last receipt are checked; the final state itself is not (final_params_sha256 and final_opt_state_sha256 are taken on trust)"},
     {"state.invalid", E, "the state file named by result.json is missing, unsafe or not a valid state file"},
     {"state.digest_mismatch", E, "a digest recomputed from the state file differs from result.json or the last receipt"},
     // --against.

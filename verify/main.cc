@@ -1,5 +1,6 @@
 // dmlp-verify: parse -> Verify(options) -> exit code. See verify/README.md.
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "common/file_util.h"
@@ -36,7 +37,13 @@ int main(int argc, char** argv) {
   const bool json_to_stdout = command.json_path && *command.json_path == "-";
   std::FILE* human = json_to_stdout ? stderr : stdout;
 
-  dmlp::Result<Report> report = Verify(command.verify);
+  dmlp::Result<Report> report = dmlp::Status::Error("INTERNAL", "not run");
+  try {
+    report = Verify(command.verify);
+  } catch (const std::bad_alloc&) {
+    // Memory is bounded by design (streamed receipts); this is trouble, not a verdict.
+    report = dmlp::Status::Error("OUT_OF_MEMORY", "an allocation failed");
+  }
   int exit_code = 2;
   nlohmann::json document;
   if (report.ok()) {

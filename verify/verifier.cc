@@ -1,9 +1,13 @@
 #include "verify/verifier.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "common/receipt_reader.h"
 
 #include "verify/compare.h"
 #include "verify/result_check.h"
@@ -62,6 +66,30 @@ Result<std::optional<ResultDoc>> ReadResult(const RunDir& dir, RunReport& report
   return parse.doc;
 }
 
+// A receipt file of a run whose result.json says it has `steps` steps holds, when
+// valid, exactly that many lines (metrics.jsonl too), none longer than
+// kMaxReceiptLineBytes plus its newline. A larger file cannot be valid, and
+// reading it would take as long as its apparent size (a sparse 100 GB file:
+// minutes), so it is refused from fstat alone. Without result.json the run's
+// length is unknown and files are read whatever their size.
+bool RefusedForSize(const RunDir& dir, const std::string& name, const RunFile& file,
+                    const std::optional<ResultDoc>& doc, FindingSink& sink) {
+  if (!doc) return false;
+  struct stat info {};
+  if (::fstat(file.fd.get(), &info) != 0) return false;  // then reading will say what is wrong
+  const uint64_t steps = static_cast<uint64_t>(std::max<int64_t>({doc->steps, doc->plan_steps, 0}));
+  uint64_t limit = 0;
+  if (__builtin_mul_overflow(steps, uint64_t{kMaxReceiptLineBytes + 1}, &limit)) return false;
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  if (size <= limit) return false;
+  sink.Add(Finding::Of("file.too_large", dir.Display(name),
+                       std::to_string(size) + " bytes; " + std::to_string(steps) + " steps of at most " +
+                           std::to_string(kMaxReceiptLineBytes + 1) + " bytes allow " +
+                           std::to_string(limit) + " (not read)")
+               .Expect("<= " + std::to_string(limit), std::to_string(size)));
+  return true;
+}
+
 // The rank files to read: 0..P-1 where present and regular; reports the rest.
 Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const DirListing& listing,
                                                       const std::optional<ResultDoc>& doc,
@@ -84,9 +112,9 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
       continue;
     }
     DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(name));
-    if (file.kind == FileKind::kRegular)
-      selected[rank] = name;
-    else
+    if (file.kind == FileKind::kRegular) {
+      if (!RefusedForSize(dir, name, file, doc, sink)) selected[rank] = name;
+    } else
       sink.Add(Finding::Of("file.not_regular", dir.Display(name), "not a regular file (not followed)"));
   }
   for (const auto& [rank, name] : listing.rank_files)
@@ -112,9 +140,10 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool tra
     sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
   if (metrics.kind == FileKind::kNotRegular)
     sink.Add(Finding::Of("file.not_regular", dir.Display("metrics.jsonl"), "not a regular file (not followed)"));
+  const bool read_metrics =
+      metrics.kind == FileKind::kRegular && !RefusedForSize(dir, "metrics.jsonl", metrics, doc, sink);
   auto run_trace = trace ? std::make_shared<RunTrace>() : nullptr;
-  DMLP_ASSIGN_OR_RETURN(report.receipts, CheckReceiptSet(dir, rank_files, metrics.kind == FileKind::kRegular,
-                                                         sink, run_trace.get()));
+  DMLP_ASSIGN_OR_RETURN(report.receipts, CheckReceiptSet(dir, rank_files, read_metrics, sink, run_trace.get()));
   report.trace = std::move(run_trace);
   if (!rank_files.empty() && !report.receipts.LastRecord())
     sink.Add(Finding::Of("ranks.none", dir.path(), "the receipt files hold no record"));

@@ -12,3 +12,14 @@ foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_jo
     ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;PYTHONDONTWRITEBYTECODE=1"
     TIMEOUT 600)
 endforeach()
+
+# Limits of the machine (issue 14): oversized plans, DMLP_CPU_THREADS above the CPUs.
+foreach(test_case test_limits.PlanTooLarge test_limits.CpuThreads)
+  string(REPLACE "test_" "" test_name ${test_case})
+  add_test(NAME e2e.trainer.${test_name}
+           COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/trainer)
+  set_tests_properties(e2e.trainer.${test_name} PROPERTIES
+    ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;PYTHONDONTWRITEBYTECODE=1"
+    TIMEOUT 600)
+endforeach()

@@ -1,7 +1,14 @@
 #include "launch/proc_stat.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
 
 namespace dmlp {
 namespace {
@@ -41,6 +48,34 @@ TEST(ProcStat, ReadsItself) {
   for (const ProcStat& member : ProcessGroupMembers(getpgrp()))
     found = found || member.pid == getpid();
   EXPECT_TRUE(found);
+}
+
+// The event behind issue 14's flaky SupervisorRestarts test: a scan of /proc
+// opens a process's stat, the process ends and is reaped, the read fails with
+// ESRCH. That must read as "gone", never throw (it escaped the launcher).
+TEST(ProcStat, AProcessReapedBetweenOpenAndReadIsGoneNotAnException) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const std::string path = "/proc/" + std::to_string(child) + "/stat";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::ifstream stream(path);  // the way ReadProcStat read before the fix
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(stream.good());
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_FALSE(ReadProcStatFrom(fd).has_value());
+  close(fd);
+#if defined(__GLIBCXX__)
+  // What the launcher met: libstdc++'s istreambuf_iterator throws on ESRCH.
+  EXPECT_ANY_THROW(std::string((std::istreambuf_iterator<char>(stream)),
+                               std::istreambuf_iterator<char>()));
+#endif
+  EXPECT_FALSE(ReadProcStat(child).has_value());
 }
 
 TEST(ProcStat, StateNames) {

@@ -155,5 +155,29 @@ TEST_F(StateFileTest, DamagedFilesAreInvalidNeverCrash) {
   EXPECT_EQ(DigestStateFile((directory_ / "absent").string()).status().code(), "NOT_FOUND");
 }
 
+// A header is [u64 length][JSON]: `entry` goes in first, the length follows it.
+std::string WithFirstHeaderEntry(const std::string& file, const std::string& entry) {
+  uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(file[i]);
+  std::string header = file.substr(8, length);
+  header.insert(1, entry + ",");
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return bytes + header + file.substr(8 + length);
+}
+
+TEST_F(StateFileTest, DuplicateTensorNameIsInvalid) {
+  StateLayout layout = VectorLayout(vector_);
+  std::vector<uint8_t> image = ImageFromVector(layout, vector_);
+  ASSERT_TRUE(WriteStateFile(path_, layout, image.data(), {}).ok());
+  std::string good = *ReadFileToString(path_);
+  // nlohmann's own parse keeps the last "opt/count", and this file passed.
+  ASSERT_TRUE(WriteFileAtomically(path_, WithFirstHeaderEntry(
+      good, R"("opt/count":{"dtype":"I32","shape":[999],"data_offsets":[0,4]})")).ok());
+  EXPECT_EQ(DigestStateFile(path_).status().ToString(),
+            "STATE_FILE_INVALID: " + path_ + ": header: duplicate key \"opt/count\"");
+  EXPECT_EQ(LoadStateImage(path_, layout).status().code(), "STATE_FILE_INVALID");
+}
+
 }  // namespace
 }  // namespace dmlp

@@ -171,5 +171,28 @@ TEST(VerifyRunTest, RankSetFromResultAndFiles) {
   EXPECT_EQ(Ids(report), (std::set<std::string>{"ranks.missing_file", "ranks.bad_file_name", "result.missing"}));
 }
 
+// A sparse 100 GB receipt file costs nothing to make and, read, took minutes:
+// result.json's steps bound a valid file's size, so it is refused from fstat.
+TEST(VerifyRunTest, ReceiptFileLargerThanItsStepsAllowIsRefusedUnread) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 5);
+  ASSERT_EQ(::truncate(dir.File("rank-1.jsonl").c_str(), off_t{100} << 30), 0);
+  ASSERT_EQ(::truncate(dir.File("metrics.jsonl").c_str(), off_t{100} << 30), 0);
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(report.exit_code, 1);
+  std::vector<std::string> refused;
+  for (const Finding& finding : report.findings.kept())
+    if (finding.id == "file.too_large") refused.push_back(finding.file + ": " + finding.message);
+  EXPECT_EQ(refused, (std::vector<std::string>{
+                         dir.File("rank-1.jsonl") + ": 107374182400 bytes; 5 steps of at most 4097 "
+                                                    "bytes allow 20485 (not read)",
+                         dir.File("metrics.jsonl") + ": 107374182400 bytes; 5 steps of at most "
+                                                     "4097 bytes allow 20485 (not read)"}));
+  // A file exactly at the bound is read (and judged by its lines).
+  testing::WriteReferenceRun(dir, 2, 5);
+  ASSERT_EQ(::truncate(dir.File("rank-1.jsonl").c_str(), 5 * 4097), 0);
+  EXPECT_FALSE(Ids(MustVerify(dir.path())).contains("file.too_large"));
+}
+
 }  // namespace
 }  // namespace dmlp::verify

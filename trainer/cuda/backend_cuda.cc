@@ -341,6 +341,15 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
+Result<uint64_t> CudaFreeDeviceMemory(const Plan& plan) {
+  cuda::SetErrorRank(static_cast<int>(plan.process_id));
+  DMLP_ASSIGN_OR_RETURN(cuda::DeviceFacts device, cuda::SelectDevice(plan.local_rank));
+  (void)device;
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<uint64_t>(free_bytes);
+}
+
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,
                                                    Rendezvous& rendezvous) {
   cuda::SetErrorRank(static_cast<int>(plan.process_id));

@@ -10,4 +10,8 @@ Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& /*plan*/,
   return Status::Error("PLATFORM_UNAVAILABLE", "dmlp was built without CUDA");
 }
 
+Result<uint64_t> CudaFreeDeviceMemory(const Plan& /*plan*/) {
+  return Status::Error("PLATFORM_UNAVAILABLE", "dmlp was built without CUDA");
+}
+
 }  // namespace dmlp

@@ -654,6 +654,52 @@ def sigtstp_suspends_the_whole_job(tmp):
     check(sorted(run.out.splitlines()) == ["[rank 0] finished 0", "[rank 1] finished 1"], "both finished", run)
 
 
+def launch_under_file_size_limit(tmp, script, limit_bytes):
+    """dmlp-launch with stdout and stderr in files and RLIMIT_FSIZE at `limit_bytes`."""
+    out_path, err_path = os.path.join(tmp, "launch.out"), os.path.join(tmp, "launch.err")
+
+    def limited():
+        no_core_dumps()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen([LAUNCHER, "sh", "-c", script], env=base_env(NUM_PROCESSES=2),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=limited)
+        try:
+            rc = proc.wait(timeout=RUN_LIMIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise Failure("dmlp-launch did not exit within %.0f s" % RUN_LIMIT)
+    with open(out_path, "rb") as out, open(err_path, "rb") as err:
+        return Run(rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+
+# Each rank prints 20,000 lines (about 400 KB); the launcher's stdout may hold 64 KiB.
+LOUD_RANKS = 'yes "a line of rank $PROCESS_ID" | head -n 20000'
+
+
+@case
+def output_past_file_size_limit_is_reported_not_fatal(tmp):
+    run = launch_under_file_size_limit(tmp, LOUD_RANKS, 64 << 10)
+    # Without SIGXFSZ ignored the launcher died of it: rc -25, summary cut.
+    check(run.rc == 125, "the ranks succeeded but console lines were lost: the launcher's own error", run)
+    check(len(run.out) <= 64 << 10, "stdout stopped at the limit", run)
+    check(len(summary_line(run, "all 2 ranks exited with code 0 in ")) == 1, "the summary is on stderr", run)
+    check(run.err_lines()[-1] == "dmlp-launch: error: OUTPUT_WRITE_FAILED: stdout: File too large; "
+                                 "later console lines were lost (--log-dir keeps every rank's)",
+          "the write error is the last line", run)
+
+
+@case
+def output_past_file_size_limit_keeps_a_failed_rank_code(tmp):
+    run = launch_under_file_size_limit(tmp, LOUD_RANKS + '; [ $PROCESS_ID = 1 ] && exit 3; exit 0', 64 << 10)
+    check(run.rc == 3, "a failed rank's code wins over the lost console lines", run)
+    check(any(l.startswith("dmlp-launch: RANK_EXIT_NONZERO: rank=1 ") for l in run.err_lines()),
+          "the failure is reported", run)
+    check("dmlp-launch: error: OUTPUT_WRITE_FAILED: stdout: File too large" in run.err, "and the write error", run)
+
+
 @case
 def two_nodes_on_one_host(tmp):
     script = 'echo "PROCESS_ID=$PROCESS_ID LOCAL_RANK=$LOCAL_RANK NUM_PROCESSES=$NUM_PROCESSES"'
