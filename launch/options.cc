@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <sstream>
 
+#include "launch/job_id.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -195,6 +196,8 @@ Result<LaunchConfig> ResolveConfig(const LaunchOptions& options, const Environme
   config.environment = env;
   // Ranks read the world size from NUM_PROCESSES; --nproc must reach them too.
   config.environment.Set("NUM_PROCESSES", std::to_string(world_size));
+  // One id for every attempt of this launch (restarts are the same job).
+  DMLP_RETURN_IF_ERROR(SetJobIdentity(config.environment, config.nnodes));
   return config;
 }
 
