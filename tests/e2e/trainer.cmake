@@ -1,7 +1,8 @@
 # End-to-end tests of the CPU job: the real dmlp-launch, dmlp-train and dmlp-verify.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_job.Failures
-                  test_resume.KillAndResume test_resume.RestartsAndDisks)
+                  test_resume.KillAndResume test_resume.RestartsAndDisks
+                  test_peers.JobIdentity test_peers.Strangers test_peers.Liveness)
   string(REPLACE "test_" "" test_name ${test_case})
   add_test(NAME e2e.trainer.${test_name}
            COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}
