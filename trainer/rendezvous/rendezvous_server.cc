@@ -332,7 +332,8 @@ void RendezvousServer::CheckSilence() {
   for (int rank = silence_.FirstSilent(); rank >= 0; rank = silence_.FirstSilent()) {
     silence_.Forget(rank);
     if (rank_state_[rank] != RankState::kJoined) continue;
-    rank_state_[rank] = RankState::kLeft;
+    // Still joined: the server keeps serving, so every rank's next ping
+    // learns why, rather than finding the coordinator gone.
     Depart(rank, "silent for " + std::to_string(heartbeat_.count() / 1000) +
                      "s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
   }
