@@ -13,7 +13,8 @@ namespace {
 
 constexpr char kDescription[] =
     "Starts NUM_PROCESSES ranks of COMMAND (default: dmlp-train beside dmlp-launch), each in\n"
-    "its own process group with PROCESS_ID and LOCAL_RANK set, prefixes their output with\n"
+    "its own process group with PROCESS_ID and LOCAL_RANK set (and one DMLP_JOB_ID for the\n"
+    "job unless it is set or --nnodes > 1), prefixes their output with\n"
     "[rank R], and ends the whole job when the first rank fails: SIGTERM to every rank,\n"
     "SIGKILL after the grace period, exit with the failed rank's code (128+signal).\n"
     "With --restarts N the whole job is then started again with RESUME=1, up to N times;\n"
