@@ -20,6 +20,7 @@ add_library(dmlp_rendezvous STATIC
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/plan_difference.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server_peers.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_wire.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/silence_tracker.cc
 )

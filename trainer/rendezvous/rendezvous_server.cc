@@ -200,17 +200,6 @@ void RendezvousServer::AcceptAll() {
   }
 }
 
-void RendezvousServer::CapPending() {
-  size_t pending = 0;
-  for (auto it = connections_.rbegin(); it != connections_.rend(); ++it) {
-    Connection& conn = **it;
-    if (conn.closed || conn.rank >= 0 || conn.watch_rank >= 0) continue;
-    // Newest first, so the oldest are the ones dropped: a rank says HELLO as
-    // soon as it connects, so only idle strangers grow old unidentified.
-    if (++pending > kMaxPendingConnections) CloseConnection(conn);
-  }
-}
-
 void RendezvousServer::ReadFrom(Connection& conn) {
   char chunk[65536];
   bool eof = false;
@@ -307,35 +296,6 @@ void RendezvousServer::Handle(Connection& conn, Message message) {
     }
     default:
       return Reject(conn, "unexpected message from a client");
-  }
-}
-
-void RendezvousServer::TurnAway(Connection& conn, uint32_t rank) {
-  // Says only that the job differs: neither this job's id nor its plan.
-  ReplyError(conn, Status::Error("JOB_MISMATCH", "rank " + std::to_string(rank) +
-                                                     ": the coordinator serves another job"));
-  conn.close_after_flush = true;
-}
-
-void RendezvousServer::HandleWatch(Connection& conn, const Message& watch) {
-  if (conn.rank >= 0 || conn.watch_rank >= 0) return Reject(conn, "WATCH on an identified connection");
-  if (watch.job_id != job_id_) return TurnAway(conn, watch.rank);
-  const int rank = static_cast<int>(watch.rank);
-  if (!join_done_ || rank < 0 || rank >= world_size_ || rank_state_[rank] != RankState::kJoined) {
-    return Reject(conn, "WATCH from rank " + std::to_string(watch.rank) + ", which is not a joined rank");
-  }
-  conn.watch_rank = rank;
-  silence_.Heard(rank);
-}
-
-void RendezvousServer::CheckSilence() {
-  for (int rank = silence_.FirstSilent(); rank >= 0; rank = silence_.FirstSilent()) {
-    silence_.Forget(rank);
-    if (rank_state_[rank] != RankState::kJoined) continue;
-    // Still joined: the server keeps serving, so every rank's next ping
-    // learns why, rather than finding the coordinator gone.
-    Depart(rank, "silent for " + std::to_string(heartbeat_.count() / 1000) +
-                     "s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
   }
 }
 
