@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/build_info.h"
+#include "launch/job_id.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -13,7 +14,8 @@ namespace {
 
 constexpr char kDescription[] =
     "Starts NUM_PROCESSES ranks of COMMAND (default: dmlp-train beside dmlp-launch), each in\n"
-    "its own process group with PROCESS_ID and LOCAL_RANK set, prefixes their output with\n"
+    "its own process group with PROCESS_ID and LOCAL_RANK set (and one DMLP_JOB_ID for the\n"
+    "job unless it is set or --nnodes > 1), prefixes their output with\n"
     "[rank R], and ends the whole job when the first rank fails: SIGTERM to every rank,\n"
     "SIGKILL after the grace period, exit with the failed rank's code (128+signal).\n"
     "With --restarts N the whole job is then started again with RESUME=1, up to N times;\n"
@@ -196,6 +198,8 @@ Result<LaunchConfig> ResolveConfig(const LaunchOptions& options, const Environme
   config.environment = env;
   // Ranks read the world size from NUM_PROCESSES; --nproc must reach them too.
   config.environment.Set("NUM_PROCESSES", std::to_string(world_size));
+  // One id for every attempt of this launch (restarts are the same job).
+  DMLP_RETURN_IF_ERROR(SetJobIdentity(config.environment, config.nnodes));
   return config;
 }
 

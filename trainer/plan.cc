@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/float_repr.h"
+#include "trainer/job_identity.h"
 
 namespace dmlp {
 namespace {
@@ -122,6 +123,9 @@ Result<Plan> ReadPlan(const Environment& env) {
   DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
   plan.resume = resume == 1;
   DMLP_RETURN_IF_ERROR(CrossCheck(plan));
+  DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
+  plan.job_id = std::move(job.id);
+  plan.job_id_source = std::move(job.source);
   return plan;
 }
 

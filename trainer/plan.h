@@ -51,6 +51,8 @@ struct Plan {
   Reduction reduction = Reduction::kOrdered;
   int64_t checkpoint_every = 0;  // 0: off
   bool resume = false;
+  std::string job_id;          // which job this rank belongs to (job_identity.h); not in the fingerprint
+  std::string job_id_source;   // the variable it came from
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

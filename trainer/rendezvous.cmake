@@ -15,11 +15,14 @@ endif()
 message(STATUS "dmlp: Gloo ${DMLP_GLOO_LIBRARY}")
 
 add_library(dmlp_rendezvous STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/peer_monitor.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/peer_wait.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/plan_difference.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server_peers.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_wire.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/silence_tracker.cc
 )
 target_include_directories(dmlp_rendezvous PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(dmlp_rendezvous PUBLIC dmlp_common Threads::Threads)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -116,6 +117,19 @@ Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& 
   return Status::Ok();
 }
 
+/// A wait that failed because a peer was lost (the monitor cut it short) is
+/// reported as that loss, the cause, rather than as the broken wait.
+Status BlamePeerLoss(Status status, const PeerLoss& loss) {
+  if (status.ok() || !loss.lost()) return status;
+  static constexpr std::string_view kWaitFailures[] = {"COLLECTIVE_ERROR", "NCCL_ERROR", "PEER_LOST",
+                                                       "RENDEZVOUS_TIMEOUT", "RENDEZVOUS_CLOSED",
+                                                       "PROTOCOL_ERROR"};
+  for (std::string_view code : kWaitFailures) {
+    if (status.code() == code) return loss.failure();
+  }
+  return status;
+}
+
 /// Everything after the rendezvous: backend, state, training, result files.
 Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
                  StartingPoint start, int64_t kill_step,
@@ -178,11 +192,17 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   options.world_size = static_cast<int>(plan.num_processes);
   options.heartbeat_timeout_seconds = static_cast<int>(plan.heartbeat_timeout_seconds);
   options.plan_fingerprint = PlanFingerprint(plan);
+  options.job_id = plan.job_id;
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> rendezvous, Rendezvous::Join(options));
-  Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
-  Status status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step,
-                                         started)
-                             : start.status();
+  // From here every wait on a peer, collectives included, ends once a peer is
+  // silent for the heartbeat while this rank runs (peer_monitor.h).
+  Status status = plan.num_processes > 1 ? rendezvous->StartPeerMonitor() : Status::Ok();
+  if (status.ok()) {
+    Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
+    status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started)
+                        : start.status();
+  }
+  status = BlamePeerLoss(std::move(status), *rendezvous->peer_loss());
   if (!status.ok()) {
     // Say why first, then leave without waiting for peers: those waiting on
     // this rank fail at once with PEER_LOST (and may exit before us, which is

@@ -7,6 +7,7 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/memory_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
+  ${CMAKE_CURRENT_LIST_DIR}/job_identity.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/replay.cc

@@ -3,7 +3,9 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_job.Failures
                   test_resume.KillAndResume test_resume.RestartsAndDisks
                   test_out_dir_safety.SymlinkedNames test_out_dir_safety.TransactionalResume
-                  test_out_dir_safety.RefusedStarts)
+                  test_out_dir_safety.RefusedStarts
+                  test_peers.JobIdentity test_peers.Strangers test_peers.Liveness
+                  test_limits.PlanTooLarge test_limits.CpuThreads)
   string(REPLACE "test_" "" test_name ${test_case})
   add_test(NAME e2e.trainer.${test_name}
            COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}
@@ -13,13 +15,3 @@ foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_jo
     TIMEOUT 600)
 endforeach()
 
-# Limits of the machine (issue 14): oversized plans, DMLP_CPU_THREADS above the CPUs.
-foreach(test_case test_limits.PlanTooLarge test_limits.CpuThreads)
-  string(REPLACE "test_" "" test_name ${test_case})
-  add_test(NAME e2e.trainer.${test_name}
-           COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}
-           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/trainer)
-  set_tests_properties(e2e.trainer.${test_name} PROPERTIES
-    ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;PYTHONDONTWRITEBYTECODE=1"
-    TIMEOUT 600)
-endforeach()

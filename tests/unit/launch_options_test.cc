@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,23 @@ std::string ErrorOf(std::vector<const char*> args,
                     Environment::Map env = {{"NUM_PROCESSES", "4"}}) {
   Result<LaunchConfig> config = Resolve(std::move(args), std::move(env));
   return config.ok() ? "OK" : config.status().ToString();
+}
+
+TEST(LaunchOptions, RanksGetANewJobIdUnlessOneIsSetOrNodesAreSeveral) {
+  Result<LaunchConfig> first = Resolve({});
+  Result<LaunchConfig> second = Resolve({});
+  ASSERT_TRUE(first.ok() && second.ok());
+  std::optional<std::string> id = first->environment.Get("DMLP_JOB_ID");
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->size(), 32u);
+  EXPECT_EQ(id->find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(id, second->environment.Get("DMLP_JOB_ID"));  // two launches, two jobs
+  Result<LaunchConfig> given = Resolve({}, {{"NUM_PROCESSES", "4"}, {"DMLP_JOB_ID", "mine"}});
+  EXPECT_EQ(given->environment.Get("DMLP_JOB_ID"), "mine");
+  // Launchers on other nodes could not know a made-up id: the ranks fall back to the engine's.
+  Result<LaunchConfig> nodes = Resolve({"--nnodes", "2", "--node-rank", "1"});
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_FALSE(nodes->environment.Get("DMLP_JOB_ID").has_value());
 }
 
 TEST(LaunchOptions, DefaultsComeFromTheEnvironmentAndTheDefaultCommand) {

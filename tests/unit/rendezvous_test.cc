@@ -108,20 +108,27 @@ TEST(PeerWaitTest, LastSliceIsClampedToTheRemainingBudget) {
 
 // ---- frames ---------------------------------------------------------------
 
+// What a rank of a 4-rank job accepts (values included).
+FrameLimits RankLimits() { return FrameLimits{kMaxControlBytes, MaxValueBytes(4)}; }
+
 Message RoundTrip(const Message& message) {
   std::string buffer = EncodeMessage(message);
-  Result<std::optional<Message>> taken = TakeMessage(buffer);
+  Result<std::optional<Message>> taken = TakeMessage(buffer, RankLimits());
   EXPECT_TRUE(taken.ok()) << taken.status().ToString();
   EXPECT_TRUE(buffer.empty());
   return taken.ok() && taken.value() ? *taken.value() : Message{};
 }
 
 TEST(RendezvousWireTest, EveryMessageTypeRoundTrips) {
-  Message hello = RoundTrip(Message{MessageType::kHello, 2, 3, {}, std::string("A=1\0B", 5)});
+  Message hello = RoundTrip(Message{MessageType::kHello, 2, 3, {}, std::string("A=1\0B", 5), "job-7"});
   EXPECT_EQ(hello.type, MessageType::kHello);
   EXPECT_EQ(hello.rank, 2u);
   EXPECT_EQ(hello.world_size, 3u);
   EXPECT_EQ(hello.payload, std::string("A=1\0B", 5));
+  EXPECT_EQ(hello.job_id, "job-7");
+  Message watch = RoundTrip(Message{MessageType::kWatch, 1, 0, {}, {}, "job-7"});
+  EXPECT_EQ(watch.rank, 1u);
+  EXPECT_EQ(watch.job_id, "job-7");
   Message set = RoundTrip(Message{MessageType::kSet, 0, 0, "key", std::string("\0\xff", 2)});
   EXPECT_EQ(set.name, "key");
   EXPECT_EQ(set.payload, std::string("\0\xff", 2));
@@ -130,7 +137,8 @@ TEST(RendezvousWireTest, EveryMessageTypeRoundTrips) {
   EXPECT_EQ(RoundTrip(Message{MessageType::kValue, 0, 0, {}, "v"}).payload, "v");
   Message error = RoundTrip(Message{MessageType::kError, 0, 0, "PEER_LOST", "rank 2"});
   EXPECT_EQ(error.name, "PEER_LOST");
-  for (MessageType type : {MessageType::kBye, MessageType::kWelcome, MessageType::kOk, MessageType::kByeAck}) {
+  for (MessageType type : {MessageType::kBye, MessageType::kWelcome, MessageType::kOk, MessageType::kByeAck,
+                           MessageType::kPing, MessageType::kPong}) {
     EXPECT_EQ(RoundTrip(Message{type}).type, type);
   }
 }
@@ -139,14 +147,14 @@ TEST(RendezvousWireTest, PartialFrameWaitsForMoreBytes) {
   std::string frame = EncodeMessage(Message{MessageType::kGet, 0, 0, "key", {}});
   for (size_t cut = 0; cut < frame.size(); ++cut) {
     std::string buffer = frame.substr(0, cut);
-    Result<std::optional<Message>> taken = TakeMessage(buffer);
+    Result<std::optional<Message>> taken = TakeMessage(buffer, RankLimits());
     ASSERT_TRUE(taken.ok()) << cut;
     EXPECT_FALSE(taken.value().has_value()) << cut;
   }
 }
 
-void ExpectProtocolError(std::string buffer, const std::string& why) {
-  Result<std::optional<Message>> taken = TakeMessage(buffer);
+void ExpectProtocolError(std::string buffer, const std::string& why, const FrameLimits& limits = RankLimits()) {
+  Result<std::optional<Message>> taken = TakeMessage(buffer, limits);
   ASSERT_FALSE(taken.ok()) << why;
   EXPECT_EQ(taken.status().code(), "PROTOCOL_ERROR") << why;
 }
@@ -165,7 +173,8 @@ TEST(RendezvousWireTest, DamagedFramesAreProtocolErrors) {
   ExpectProtocolError(Frame(std::string("\x03\x05\0\0\0ab", 7)), "string longer than the frame");
   ExpectProtocolError(Frame(std::string("\x03\x01\0\0\0kX", 7)), "trailing byte");
   ExpectProtocolError(Frame(std::string("\x01XXXXXXXX", 9)), "bad magic");
-  ExpectProtocolError(Frame(std::string("\x01") + "DMLPRDV1" + std::string("\x01\0", 2)), "truncated HELLO");
+  ExpectProtocolError(Frame(std::string("\x01") + "DMLPRDV2" + std::string("\x01\0", 2)), "truncated HELLO");
+  ExpectProtocolError(Frame(std::string("\x01") + "DMLPRDV1" + std::string(16, '\0')), "HELLO of the old protocol");
   ExpectProtocolError(Frame(std::string("\x13\x03\0\0\0bad\0\0\0\0", 12)), "lower-case error code");
   ExpectProtocolError(Frame(std::string("\x05x", 2)), "BYE with a payload");
 }
@@ -355,7 +364,7 @@ TEST(RendezvousTest, MalformedClientFrameGetsProtocolErrorAndJobContinues) {
       char chunk[256];
       for (ssize_t got; (got = read(fd, chunk, sizeof(chunk))) > 0;) reply.append(chunk, got);
       close(fd);
-      Result<std::optional<Message>> taken = TakeMessage(reply);
+      Result<std::optional<Message>> taken = TakeMessage(reply, FrameLimits{});
       ASSERT_TRUE(taken.ok() && taken.value().has_value());
       EXPECT_EQ(taken.value()->type, MessageType::kError);
       EXPECT_EQ(taken.value()->name, "PROTOCOL_ERROR");

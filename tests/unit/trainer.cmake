@@ -1,5 +1,6 @@
 # The shared trainer: plan/config, outputs, digest pipeline, ordered reduction.
 add_executable(trainer_test
+  ${CMAKE_CURRENT_LIST_DIR}/job_identity_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/run_output_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce_test.cc

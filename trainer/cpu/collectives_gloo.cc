@@ -1,6 +1,14 @@
 #include "trainer/cpu/collectives_gloo.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iterator>
 
 #include <cstdint>
 #include <cstring>
@@ -43,6 +51,34 @@ void IgnoreSigpipe() {
   }
 }
 
+// The connected TCP sockets of this process whose local port is not `skip_port`
+// (the coordinator's: rank 0's server accepts on it). Sorted.
+std::vector<int> ConnectedSockets(int skip_port) {
+  std::vector<int> sockets;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return sockets;
+  const int dir_fd = dirfd(dir);
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dir_fd) continue;
+    struct stat info {};
+    if (fstat(static_cast<int>(fd), &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t local_length = sizeof(local), peer_length = sizeof(peer);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_length) != 0) continue;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) continue;
+    int port = -1;
+    if (local.ss_family == AF_INET) port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+    if (local.ss_family == AF_INET6) port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+    if (port < 0 || port == skip_port) continue;
+    sockets.push_back(static_cast<int>(fd));
+  }
+  closedir(dir);
+  std::sort(sockets.begin(), sockets.end());
+  return sockets;
+}
+
 // Gloo's own collectives use slot prefixes 0x01-0x08 (gloo/types.h); a slot
 // keeps this one's messages apart from theirs on the shared pairs.
 constexpr uint8_t kAllGatherSlotPrefix = 0x40;
@@ -52,7 +88,9 @@ constexpr uint8_t kAllGatherSlotPrefix = 0x40;
 GlooCollectives::GlooCollectives(std::shared_ptr<gloo::Context> context, int rank, int world_size)
     : context_(std::move(context)), rank_(rank), world_size_(world_size) {}
 
-GlooCollectives::~GlooCollectives() = default;
+GlooCollectives::~GlooCollectives() {
+  if (peer_loss_) peer_loss_->RemoveHook(abort_hook_);  // waits out a running hook
+}
 
 Status GlooCollectives::Error(const char* op, const std::string& what) const {
   return Status::Error("COLLECTIVE_ERROR", std::string(op) + ": " + what + " (rank " + std::to_string(rank_) + ")");
@@ -90,10 +128,23 @@ Result<std::unique_ptr<GlooCollectives>> GlooCollectives::Connect(Rendezvous& re
     // (wall-clock, 5 x it in Pair::waitUntilConnected); the address exchange
     // itself goes through the store, whose waits are the freeze-tolerant ones.
     context->setTimeout(rendezvous.heartbeat_timeout());
+    // Gloo keeps its sockets private; the ones that appear while it connects
+    // are its pairs (the coordinator's accepted connections are told apart by port).
+    const std::vector<int> before = ConnectedSockets(rendezvous.port());
     context->connectFullMesh(store, device);
+    const std::vector<int> after = ConnectedSockets(rendezvous.port());
     // From here on, a frozen peer must not kill the job (see kOperationTimeout).
     context->setTimeout(kOperationTimeout);
-    return std::unique_ptr<GlooCollectives>(new GlooCollectives(std::move(context), rank, world_size));
+    std::unique_ptr<GlooCollectives> collectives(new GlooCollectives(std::move(context), rank, world_size));
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                        std::back_inserter(collectives->pair_sockets_));
+    collectives->peer_loss_ = rendezvous.peer_loss();
+    collectives->abort_hook_ = collectives->peer_loss_->AddHook([raw = collectives.get()] {
+      // Gloo's loop thread then sees the connections end, as when a peer dies,
+      // and fails every pending operation; Gloo still owns and closes the fds.
+      for (int fd : raw->pair_sockets_) shutdown(fd, SHUT_RDWR);
+    });
+    return collectives;
   } catch (const std::exception& e) {
     if (!store.error().ok()) return store.error();
     return fail(e.what());

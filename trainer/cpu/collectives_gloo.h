@@ -5,11 +5,18 @@
 // (gloo::alltoall, gloo::allgather, gloo::allreduce, gloo::barrier). Measured
 // with this Gloo: the legacy AllreduceRing class gives different bits on
 // different ranks with 3 ranks, and the legacy AllreduceBcube wrong sums.
+//
+// Gloo's own operation timeout stays effectively infinite (a restored job
+// must not time out); the heartbeat bounds the waits instead through the
+// rendezvous' PeerLoss (peer_monitor.h): when a peer is lost, this rank's Gloo
+// sockets are shut down, so a blocked operation fails at once, as it does when
+// a peer dies, and the trainer reports the PEER_LOST behind it.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "trainer/collectives.h"
@@ -54,6 +61,9 @@ class GlooCollectives final : public Collectives {
   std::shared_ptr<gloo::Context> context_;
   int rank_;
   int world_size_;
+  std::shared_ptr<PeerLoss> peer_loss_;
+  int abort_hook_ = -1;  // on peer_loss_: shuts down pair_sockets_
+  std::vector<int> pair_sockets_;  // Gloo's connected TCP sockets (owned by Gloo)
 };
 
 }  // namespace dmlp

@@ -6,6 +6,7 @@
 
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/stream_wait.h"
+#include "trainer/rendezvous/peer_monitor.h"
 #include "trainer/rendezvous/peer_wait.h"
 #include "trainer/rendezvous/rendezvous.h"
 
@@ -33,8 +34,13 @@ void DefaultToFreezableTransports() {
 
 }  // namespace
 
-NcclComm::NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milliseconds heartbeat)
-    : comm_(comm), rank_(rank), world_size_(world_size), heartbeat_(heartbeat) {}
+NcclComm::NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milliseconds heartbeat,
+                   std::shared_ptr<PeerLoss> peer_loss)
+    : comm_(comm),
+      rank_(rank),
+      world_size_(world_size),
+      heartbeat_(heartbeat),
+      peer_loss_(std::move(peer_loss)) {}
 
 Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
                                                    std::chrono::milliseconds heartbeat) {
@@ -89,7 +95,8 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
     }
     wait.SleepSlice(kInitPoll);
   }
-  return std::unique_ptr<NcclComm>(new NcclComm(comm, rank, world_size, heartbeat));
+  return std::unique_ptr<NcclComm>(
+      new NcclComm(comm, rank, world_size, heartbeat, rendezvous.peer_loss()));
 }
 
 NcclComm::~NcclComm() {
@@ -116,7 +123,14 @@ NcclComm::~NcclComm() {
   (void)ncclCommAbort(comm_);
 }
 
+Status NcclComm::CheckPeerLoss() const {
+  if (peer_loss_ == nullptr || !peer_loss_->lost()) return Status::Ok();
+  failed_.store(true);  // the destructor aborts: no kernel stays blocked on the lost peer
+  return peer_loss_->failure();
+}
+
 Status NcclComm::CheckAsyncError() const {
+  DMLP_RETURN_IF_ERROR(CheckPeerLoss());
   ncclResult_t state = ncclSuccess;
   NCCL_CHECK(comm_, ncclCommGetAsyncError(comm_, &state));
   if (state == ncclSuccess || state == ncclInProgress) return Status::Ok();
@@ -125,8 +139,9 @@ Status NcclComm::CheckAsyncError() const {
 }
 
 Status NcclComm::WaitEnqueued(const char* what) const {
-  PollBackoff backoff;  // no deadline: a frozen peer only makes this longer
+  PollBackoff backoff;  // bounded by the peers' liveness, not a deadline: a frozen job only waits longer
   for (;;) {
+    DMLP_RETURN_IF_ERROR(CheckPeerLoss());
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
     if (queried != ncclSuccess) state = queried;

@@ -13,8 +13,11 @@
 //
 // The communicator is non-blocking (ncclConfig_t.blocking = 0): no NCCL call
 // ever blocks the host on a peer. Init is a wait on peers and is bounded by
-// HEARTBEAT_TIMEOUT_SECONDS of running time (peer_wait.h); after that, no
-// wall-clock limit applies: a frozen peer delays, a failed one is reported by
+// HEARTBEAT_TIMEOUT_SECONDS of running time (peer_wait.h). After that, every
+// polling loop also asks the rendezvous' PeerLoss (peer_monitor.h): a peer
+// silent for the heartbeat while this rank runs ends the wait with PEER_LOST
+// and the communicator is aborted (ncclCommAbort), while a whole job frozen
+// and continued just waits longer; a failed peer is reported by
 // ncclCommGetAsyncError (CheckAsyncError) and ends the wait with NCCL_ERROR.
 #pragma once
 
@@ -30,6 +33,7 @@
 #include "common/status.h"
 
 namespace dmlp {
+class PeerLoss;
 class Rendezvous;
 }
 
@@ -61,7 +65,8 @@ class NcclComm {
   Status AllReduceSum(float* data, size_t count, cudaStream_t stream);
 
   /// NCCL_ERROR once NCCL reported an asynchronous error (a peer failed, a
-  /// connection broke). Thread-safe: the snapshot waiter calls it from the hasher thread.
+  /// connection broke); PEER_LOST once the rendezvous declared a peer lost.
+  /// Thread-safe: the snapshot waiter calls it from the hasher thread.
   Status CheckAsyncError() const;
 
   /// Makes the destructor abort instead of finalizing (the rank failed elsewhere).
@@ -73,7 +78,10 @@ class NcclComm {
   static Result<std::string> LibraryVersion();
 
  private:
-  NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milliseconds heartbeat);
+  NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milliseconds heartbeat,
+           std::shared_ptr<PeerLoss> peer_loss);
+  /// PEER_LOST (and marks the communicator failed) once a peer was declared lost.
+  Status CheckPeerLoss() const;
   /// After a call that may return ncclInProgress: waits (no deadline) until the
   /// communicator finished enqueueing it, or reports its error.
   Status WaitEnqueued(const char* what) const;
@@ -82,6 +90,7 @@ class NcclComm {
   int rank_ = 0;
   int world_size_ = 1;
   std::chrono::milliseconds heartbeat_;
+  std::shared_ptr<PeerLoss> peer_loss_;  // the rendezvous'; outlives nothing, shared
   mutable std::atomic<bool> failed_{false};  // an error was seen: abort, never finalize
 };
 

@@ -2,11 +2,13 @@
 //
 // How the host waits for the GPU without ever hanging silently or timing out.
 // A wait that may depend on peers (anything queued behind an NCCL call) polls
-// the event and, between polls, the communicator's asynchronous error: a peer
-// that died or a broken connection ends the wait with NCCL_ERROR, while a peer
-// that is merely slow or frozen (SIGSTOP, CRIU) just makes the wait longer.
-// There is deliberately no wall-clock deadline here (DESIGN.md: nothing but
-// waits on the rendezvous uses one during training).
+// the event and, between polls, the communicator's asynchronous error and the
+// rendezvous' peer liveness (NcclComm::CheckAsyncError): a peer that died or a
+// broken connection ends the wait with NCCL_ERROR, a peer silent for the
+// heartbeat while this rank runs with PEER_LOST, while a slow peer or a whole
+// job frozen (SIGSTOP, CRIU) and continued just makes the wait longer. There
+// is deliberately no wall-clock deadline here: the liveness rule is freeze-
+// discounted (peer_monitor.h), a deadline would not be.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -3,15 +3,40 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
 
 namespace dmlp {
 namespace {
 
+// Tests only: DMLP_TEST_CLOCK_JUMP_SECONDS=S makes this clock jump forward by
+// S seconds once, a second after its first use, as a suspended VM's clock
+// does. Such a jump cannot be told from a freeze and must count as one.
+std::chrono::nanoseconds InjectedJump() {
+  static const std::chrono::seconds jump = [] {
+    const char* text = std::getenv("DMLP_TEST_CLOCK_JUMP_SECONDS");
+    return std::chrono::seconds(text != nullptr ? std::strtol(text, nullptr, 10) : 0);
+  }();
+  return jump;
+}
+
 class SteadyClock final : public WaitClock {
  public:
   std::chrono::nanoseconds Now() override {
-    return std::chrono::steady_clock::now().time_since_epoch();
+    const std::chrono::nanoseconds now = std::chrono::steady_clock::now().time_since_epoch();
+    if (InjectedJump().count() <= 0) return now;
+    const std::chrono::nanoseconds first = first_.load() != 0 ? std::chrono::nanoseconds(first_.load()) : Mark(now);
+    return now - first >= std::chrono::seconds(1) ? now + InjectedJump() : now;
   }
+
+ private:
+  std::chrono::nanoseconds Mark(std::chrono::nanoseconds now) {
+    int64_t expected = 0;
+    first_.compare_exchange_strong(expected, now.count());
+    return std::chrono::nanoseconds(first_.load());
+  }
+  std::atomic<int64_t> first_{0};
 };
 
 }  // namespace

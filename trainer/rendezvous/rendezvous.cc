@@ -100,9 +100,14 @@ Result<std::unique_ptr<Rendezvous>> Rendezvous::Join(const RendezvousOptions& op
   }
   std::unique_ptr<Rendezvous> rendezvous(new Rendezvous(options));
   if (options.rank == 0) {
-    DMLP_ASSIGN_OR_RETURN(rendezvous->server_, RendezvousServer::Start(options.address, options.port,
-                                                                       options.world_size,
-                                                                       options.plan_fingerprint));
+    RendezvousServer::Config config;
+    config.world_size = options.world_size;
+    config.job_id = options.job_id;
+    config.plan_fingerprint = options.plan_fingerprint;
+    config.heartbeat = rendezvous->heartbeat_timeout();
+    config.clock = options.clock;
+    DMLP_ASSIGN_OR_RETURN(rendezvous->server_,
+                          RendezvousServer::Start(options.address, options.port, std::move(config)));
   }
   DMLP_RETURN_IF_ERROR(rendezvous->Connect());
   // On failure the destructor says goodbye; rank 0's then keeps the coordinator
@@ -111,9 +116,7 @@ Result<std::unique_ptr<Rendezvous>> Rendezvous::Join(const RendezvousOptions& op
   return rendezvous;
 }
 
-Status Rendezvous::Connect() {
-  PeerWait wait(heartbeat_timeout(), clock());
-  std::string last_error = "no attempt";
+Result<int> Rendezvous::Dial(PeerWait& wait, std::string* last_error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -124,17 +127,26 @@ Status Rendezvous::Connect() {
     if (rc == EAI_NONAME || rc == EAI_SERVICE || rc == EAI_FAMILY) {
       return Status::Error("COORDINATOR_ADDRESS_INVALID", options_.address + ": " + gai_strerror(rc));
     }
-    if (rc != 0) last_error = gai_strerror(rc);  // EAI_AGAIN and friends: retry
-    for (addrinfo* ai = found; ai != nullptr && fd_ < 0; ai = ai->ai_next) {
-      fd_ = TryConnect(*ai, wait, &last_error);
+    if (rc != 0) *last_error = gai_strerror(rc);  // EAI_AGAIN and friends: retry
+    int fd = -1;
+    for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+      fd = TryConnect(*ai, wait, last_error);
     }
     if (found != nullptr) freeaddrinfo(found);
-    if (fd_ >= 0) {
-      live_fd_ = fd_;
-      local_address_ = LocalAddressOf(fd_);
-      return Status::Ok();
-    }
+    if (fd >= 0) return fd;
     wait.SleepSlice(std::chrono::milliseconds(100));  // the coordinator may not be up yet
+  }
+  return -1;
+}
+
+Status Rendezvous::Connect() {
+  PeerWait wait(heartbeat_timeout(), clock());
+  std::string last_error = "no attempt";
+  DMLP_ASSIGN_OR_RETURN(fd_, Dial(wait, &last_error));
+  if (fd_ >= 0) {
+    live_fd_ = fd_;
+    local_address_ = LocalAddressOf(fd_);
+    return Status::Ok();
   }
   return Status::Error("RENDEZVOUS_TIMEOUT", "rank " + std::to_string(rank()) + ": no coordinator at " +
                                                  Where() + " within " +
@@ -144,11 +156,16 @@ Status Rendezvous::Connect() {
 
 Status Rendezvous::SendHello() {
   Message hello{MessageType::kHello, static_cast<uint32_t>(rank()), static_cast<uint32_t>(world_size()), {},
-                options_.plan_fingerprint};
+                options_.plan_fingerprint, options_.job_id};
   std::function<std::vector<int>()> missing;
   if (server_) missing = [this] { return server_->MissingFromJoin(); };
   Result<Message> reply =
       Call(hello, "all " + std::to_string(world_size()) + " ranks to join at " + Where(), missing);
+  if (!reply.ok() && reply.status().code() == "JOB_MISMATCH") {
+    broken_ = Status::Error("JOB_MISMATCH", "rank " + std::to_string(rank()) + ": the coordinator at " +
+                                                Where() + " serves another job (two jobs need two ports)");
+    return broken_;
+  }
   if (!reply.ok()) return reply.status();
   if (reply->type != MessageType::kWelcome) {
     return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to HELLO"));
@@ -167,7 +184,9 @@ Result<Message> Rendezvous::Call(const Message& request, const std::string& awai
   if (closed_ || fd_ < 0) return Status::Error("RENDEZVOUS_CLOSED", "rank " + std::to_string(rank()));
   PeerWait wait(heartbeat_timeout(), clock());
   Status sent = SendAll(fd_, EncodeMessage(request), wait);
-  Result<Message> reply = sent.ok() ? ReceiveMessage(fd_, wait) : Result<Message>(sent);
+  FrameLimits limits;
+  limits.value_bytes = MaxValueBytes(world_size());
+  Result<Message> reply = sent.ok() ? ReceiveMessage(fd_, wait, limits) : Result<Message>(sent);
   if (reply.ok()) {
     if (reply->type == MessageType::kError) return Broken(Status::Error(reply->name, reply->payload));
     return reply;
@@ -189,7 +208,7 @@ Result<Message> Rendezvous::Call(const Message& request, const std::string& awai
 
 Status Rendezvous::Set(std::string_view key, std::string_view value) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (key.size() > kMaxNameBytes || value.size() > kMaxBodyBytes / 2) {
+  if (key.size() > kMaxNameBytes || value.size() > MaxValueBytes(world_size())) {
     return Status::Error("INVALID_ARGUMENT", "rendezvous key or value too large");
   }
   Result<Message> reply = Call(Message{MessageType::kSet, 0, 0, std::string(key), std::string(value)},
@@ -226,6 +245,31 @@ Status Rendezvous::Barrier(std::string_view name) {
   return Status::Ok();
 }
 
+Status Rendezvous::StartPeerMonitor() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (monitor_) return Status::Ok();
+  PeerWait wait(heartbeat_timeout(), clock());
+  std::string last_error = "no attempt";
+  DMLP_ASSIGN_OR_RETURN(const int fd, Dial(wait, &last_error));
+  if (fd < 0) {
+    return Status::Error("PEER_LOST", "rank 0: no coordinator at " + Where() + " for the liveness connection of rank " +
+                                          std::to_string(rank()) + " (last error: " + last_error + ")");
+  }
+  // A lost peer ends every wait on the rendezvous too (rank 0: the others see PEER_LOST).
+  peer_loss_->AddHook([this] { Abandon(); });
+  monitor_ = std::make_unique<PeerMonitor>(fd, rank(), options_.job_id, heartbeat_timeout(), peer_loss_, clock());
+  return Status::Ok();
+}
+
+void Rendezvous::StopPeerMonitor() {
+  std::unique_ptr<PeerMonitor> monitor;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    monitor = std::move(monitor_);
+  }
+  if (monitor) monitor->Stop();
+}
+
 void Rendezvous::Abandon() {
   abandoned_ = true;
   const int fd = live_fd_.load();
@@ -233,6 +277,7 @@ void Rendezvous::Abandon() {
 }
 
 Status Rendezvous::Close() {
+  StopPeerMonitor();  // the end of the job is no loss
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::Ok();
   closed_ = true;
@@ -251,7 +296,7 @@ Status Rendezvous::Close() {
     PeerWait wait(heartbeat_timeout(), clock());
     status = SendAll(fd_, EncodeMessage(Message{MessageType::kBye}), wait);
     while (status.ok()) {
-      Result<Message> reply = ReceiveMessage(fd_, wait);
+      Result<Message> reply = ReceiveMessage(fd_, wait, FrameLimits{kMaxControlBytes, MaxValueBytes(world_size())});
       if (!reply.ok()) status = reply.status();
       if (reply.ok() && reply->type == MessageType::kByeAck) break;
     }

@@ -12,7 +12,8 @@
 //   COORDINATOR_PORT_IN_USE: <addr>:<port>       rank 0 could not bind
 //   RENDEZVOUS_TIMEOUT: rank R: <what was awaited>
 //   PLAN_MISMATCH: rank R: <difference>           on every rank
-//   PEER_LOST: rank R: <why>                      a rank left or dropped while others wait
+//   JOB_MISMATCH: rank R: ...                     this rank reached another job's coordinator
+//   PEER_LOST: rank R: <why>                      a rank left, dropped or went silent while others wait
 //   PROTOCOL_ERROR: <detail>                      a malformed frame
 // After any error the Rendezvous is broken: later calls return that error.
 #pragma once
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "trainer/rendezvous/peer_monitor.h"
 #include "trainer/rendezvous/peer_wait.h"
 
 namespace dmlp {
@@ -40,6 +42,7 @@ struct RendezvousOptions {
   int rank = 0;                       // PROCESS_ID, 0 <= rank < world_size
   int world_size = 1;                 // NUM_PROCESSES
   int heartbeat_timeout_seconds = 1;  // HEARTBEAT_TIMEOUT_SECONDS: bound of every wait on a peer
+  std::string job_id;                 // job_identity.h; the coordinator turns away other jobs' ranks
   std::string plan_fingerprint;       // equal on all ranks; best as "NAME=value" lines (see DescribePlanDifference)
   WaitClock* clock = nullptr;         // tests only; null = the steady clock
 };
@@ -64,6 +67,15 @@ class Rendezvous {
   /// Says goodbye. On rank 0 then keeps the coordinator up until every rank has
   /// said goodbye or dropped (bounded), so late ranks are never cut off.
   Status Close();
+  /// Starts this rank's liveness monitor (peer_monitor.h) on its own
+  /// connection: from now on a peer silent for the heartbeat timeout is
+  /// declared on peer_loss(), which abandons this rendezvous. REQUIRES: joined.
+  Status StartPeerMonitor();
+  /// Stops the monitor (before Close, so that the end of the job is no loss).
+  void StopPeerMonitor();
+  /// Where a lost peer is declared; never null.
+  const std::shared_ptr<PeerLoss>& peer_loss() const { return peer_loss_; }
+
   /// For a rank that is failing: makes any call blocked in another thread fail
   /// at once and makes Close() leave without waiting for peers (rank 0 stops
   /// the coordinator, so the others see PEER_LOST instead of waiting on us).
@@ -72,6 +84,8 @@ class Rendezvous {
 
   int rank() const { return options_.rank; }
   int world_size() const { return options_.world_size; }
+  /// COORDINATOR_PORT.
+  int port() const { return options_.port; }
   /// The local IP address this rank used to reach the coordinator (numeric),
   /// i.e. an address its peers can reach it on; Gloo binds its device to it.
   const std::string& local_address() const { return local_address_; }
@@ -82,6 +96,9 @@ class Rendezvous {
   WaitClock& clock() const;
   std::string Where() const;
   Status Connect();
+  /// A new connected socket to the coordinator, retrying within `wait`; -1 when
+  /// `wait` expired (`last_error` says why), COORDINATOR_ADDRESS_INVALID.
+  Result<int> Dial(PeerWait& wait, std::string* last_error);
   Status SendHello();
   /// Sends `request`, waits for its reply; maps transport outcomes to user codes.
   /// `awaited` names what a timeout was waiting for; rank 0 adds `missing()` ranks.
@@ -98,6 +115,8 @@ class Rendezvous {
   bool closed_ = false;
   std::atomic<bool> abandoned_{false};
   std::atomic<int> live_fd_{-1};  // fd_ as seen by Abandon(), which takes no lock
+  std::shared_ptr<PeerLoss> peer_loss_ = std::make_shared<PeerLoss>();
+  std::unique_ptr<PeerMonitor> monitor_;
 };
 
 }  // namespace dmlp

@@ -13,8 +13,7 @@
 namespace dmlp {
 
 Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::string& address, int port,
-                                                                  int world_size,
-                                                                  std::string plan_fingerprint) {
+                                                                  Config config) {
   const std::string where = address + ":" + std::to_string(port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -49,8 +48,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::str
     if (in_use) return Status::Error("COORDINATOR_PORT_IN_USE", where);
     return Status::Error("COORDINATOR_BIND_FAILED", where + ": " + std::strerror(bind_errno));
   }
-  std::unique_ptr<RendezvousServer> server(
-      new RendezvousServer(listen_fd, world_size, std::move(plan_fingerprint)));
+  std::unique_ptr<RendezvousServer> server(new RendezvousServer(listen_fd, std::move(config)));
   if (pipe2(server->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Status::Error("COORDINATOR_BIND_FAILED", where + ": pipe: " + std::strerror(errno));
   }
@@ -58,11 +56,15 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::str
   return server;
 }
 
-RendezvousServer::RendezvousServer(int listen_fd, int world_size, std::string plan_fingerprint)
-    : world_size_(world_size),
-      plan_fingerprint_(std::move(plan_fingerprint)),
+RendezvousServer::RendezvousServer(int listen_fd, Config config)
+    : world_size_(config.world_size),
+      job_id_(std::move(config.job_id)),
+      plan_fingerprint_(std::move(config.plan_fingerprint)),
+      heartbeat_(config.heartbeat),
       listen_fd_(listen_fd),
-      rank_state_(static_cast<size_t>(world_size), RankState::kAbsent) {}
+      rank_state_(static_cast<size_t>(config.world_size), RankState::kAbsent),
+      silence_(config.world_size, config.heartbeat,
+               config.clock != nullptr ? *config.clock : SteadyWaitClock()) {}
 
 RendezvousServer::~RendezvousServer() {
   Stop();
@@ -151,15 +153,23 @@ void RendezvousServer::Serve() {
         fds.push_back({conn->fd, events, 0});
       }
     }
-    // No timeout: the server only answers; the clients bound their waits.
-    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    // No timeout while no rank is watched: the server only answers and the
+    // clients bound their waits. Watched ranks need slices to count silence.
+    int slice_ms = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slice_ms = silence_.BeginSlice();
+    }
+    if (poll(fds.data(), fds.size(), slice_ms) < 0 && errno != EINTR) break;
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_requested_) break;
+    silence_.EndSlice();
     if (fds[1].revents != 0) AcceptAll();
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection& conn = *connections_[i - 2];
       if (!conn.closed && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) ReadFrom(conn);
     }
+    CheckSilence();
     for (auto& conn : connections_) {
       if (!conn->closed) Flush(*conn);
       if (!conn->closed && conn->close_after_flush && conn->outbox.empty()) CloseConnection(*conn);
@@ -186,38 +196,46 @@ void RendezvousServer::AcceptAll() {
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
     connections_.push_back(std::move(conn));
+    CapPending();
   }
 }
 
 void RendezvousServer::ReadFrom(Connection& conn) {
   char chunk[65536];
   bool eof = false;
-  for (;;) {
+  // Frames are taken after every chunk, so the inbox never holds more than one
+  // frame within its bound plus a chunk; a frame over its bound is refused on
+  // its first five bytes.
+  while (!conn.close_after_flush && !conn.closed) {
     ssize_t got = recv(conn.fd, chunk, sizeof(chunk), 0);
     if (got > 0) {
       conn.inbox.append(chunk, static_cast<size_t>(got));
-      if (conn.inbox.size() < 4 + static_cast<size_t>(kMaxBodyBytes)) continue;
-    } else if (got < 0 && errno == EINTR) {
+      HandleInbox(conn);
       continue;
-    } else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      break;
-    } else {
-      eof = true;  // orderly close, reset or error: the peer is gone either way
     }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    eof = true;  // orderly close, reset or error: the peer is gone either way
     break;
-  }
-  while (!conn.close_after_flush) {
-    Result<std::optional<Message>> taken = TakeMessage(conn.inbox);
-    if (!taken.ok()) {
-      Reject(conn, taken.status().detail());
-      break;
-    }
-    if (!taken.value().has_value()) break;
-    Handle(conn, std::move(*taken.value()));
   }
   if (eof) {
     MarkLeft(conn, "connection closed without goodbye");
     CloseConnection(conn);
+  }
+}
+
+void RendezvousServer::HandleInbox(Connection& conn) {
+  FrameLimits limits;
+  while (!conn.close_after_flush && !conn.closed) {
+    // Only a rank of this job may store values; a stranger is held to control frames.
+    limits.value_bytes = conn.rank >= 0 ? MaxValueBytes(world_size_) : 0;
+    Result<std::optional<Message>> taken = TakeMessage(conn.inbox, limits);
+    if (!taken.ok()) {
+      conn.inbox.clear();
+      return Reject(conn, taken.status().detail());
+    }
+    if (!taken.value().has_value()) return;
+    Handle(conn, std::move(*taken.value()));
   }
 }
 
@@ -231,6 +249,13 @@ void RendezvousServer::Handle(Connection& conn, Message message) {
   }
   if (conn.pending) return Reject(conn, "request while another is pending");
   if (message.type == MessageType::kHello) return HandleHello(conn, message);
+  if (message.type == MessageType::kWatch) return HandleWatch(conn, message);
+  if (message.type == MessageType::kPing && conn.watch_rank >= 0) {
+    // Once a rank is lost every rank must stop waiting: the answer says why.
+    if (!departure_.ok()) return ReplyError(conn, departure_);
+    silence_.Heard(conn.watch_rank);
+    return Reply(conn, Message{MessageType::kPong});
+  }
   if (conn.rank < 0) return Reject(conn, "request before HELLO");
   switch (message.type) {
     case MessageType::kSet: {
@@ -277,6 +302,10 @@ void RendezvousServer::Handle(Connection& conn, Message message) {
 void RendezvousServer::HandleHello(Connection& conn, const Message& hello) {
   const int rank = static_cast<int>(hello.rank);
   if (conn.rank >= 0) return Reject(conn, "second HELLO on one connection");
+  if (conn.watch_rank >= 0) return Reject(conn, "HELLO on a liveness connection");
+  // A rank of another job (same port): before anything else, so it can neither
+  // fail this job's join nor learn its plan.
+  if (hello.job_id != job_id_) return TurnAway(conn, hello.rank);
   if (join_done_) {
     // Not one of this job's ranks (another job on the same port?): turn it away, keep ours.
     ReplyError(conn, Status::Error("PROTOCOL_ERROR", "rank " + std::to_string(rank) +
@@ -345,6 +374,7 @@ void RendezvousServer::Reject(Connection& conn, const std::string& detail) {
 void RendezvousServer::MarkLeft(Connection& conn, const std::string& why) {
   if (conn.rank < 0 || rank_state_[conn.rank] != RankState::kJoined) return;
   rank_state_[conn.rank] = RankState::kLeft;
+  silence_.Forget(conn.rank);
   Depart(conn.rank, why);
 }
 
@@ -386,6 +416,8 @@ void RendezvousServer::Flush(Connection& conn) {
 
 void RendezvousServer::CloseConnection(Connection& conn) {
   if (conn.closed) return;
+  // A closed liveness connection says nothing: its rank's main connection decides.
+  if (conn.watch_rank >= 0) silence_.Forget(conn.watch_rank);
   close(conn.fd);
   conn.closed = true;
   conn.outbox.clear();

@@ -5,11 +5,19 @@
 // included, talks to it through a Rendezvous client (rendezvous.h); the frame
 // format is in rendezvous_wire.h.
 //
-// The server never times out by itself: it answers when it can, and the
-// clients bound their waits (freeze-tolerant, peer_wait.h). What it decides:
+// The server never times out a request by itself: it answers when it can, and
+// the clients bound their waits (freeze-tolerant, peer_wait.h). What it decides:
+//   - who belongs: a HELLO or WATCH with another job id (job_identity.h) gets
+//     JOB_MISMATCH and its connection is dropped; nothing of this job changes
+//     and nothing of its plan is told. Connections that have not identified
+//     themselves are capped (kMaxPendingConnections, the oldest is dropped) and
+//     may send only small control frames (rendezvous_wire.h FrameLimits);
 //   - join: complete once every rank sent HELLO with rank 0's plan fingerprint
 //     and world size; otherwise every rank (also those still to come) gets the
 //     same PLAN_MISMATCH (or PROTOCOL_ERROR for a rank that joins twice);
+//   - liveness: a rank that opened its WATCH connection and then goes silent
+//     (no PING) for the heartbeat timeout of this server's running time
+//     (silence_tracker.h) is lost, as below;
 //   - a rank that leaves (BYE) or drops (connection closed without BYE) makes
 //     every wait that is pending or comes later fail with PEER_LOST: rank R;
 //   - it keeps serving until every rank has left, so late ranks are never cut
@@ -31,15 +39,26 @@
 #include "trainer/rendezvous/plan_difference.h"
 #include "trainer/rendezvous/peer_wait.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
+#include "trainer/rendezvous/silence_tracker.h"
 
 namespace dmlp {
 
 class RendezvousServer {
  public:
+  /// Connections that have not said HELLO or WATCH yet, at most; beyond, the oldest is dropped.
+  static constexpr size_t kMaxPendingConnections = 64;
+
+  struct Config {
+    int world_size = 1;
+    std::string job_id;            // a HELLO/WATCH with another one is a stranger
+    std::string plan_fingerprint;  // every rank's must equal it
+    std::chrono::milliseconds heartbeat{1000};  // silence that makes a watched rank lost
+    WaitClock* clock = nullptr;    // null: the steady clock
+  };
+
   /// Binds address:port and starts serving on a thread. Errors:
   /// COORDINATOR_PORT_IN_USE: addr:port, COORDINATOR_BIND_FAILED, COORDINATOR_ADDRESS_INVALID.
-  static Result<std::unique_ptr<RendezvousServer>> Start(const std::string& address, int port,
-                                                         int world_size, std::string plan_fingerprint);
+  static Result<std::unique_ptr<RendezvousServer>> Start(const std::string& address, int port, Config config);
   ~RendezvousServer();
   RendezvousServer(const RendezvousServer&) = delete;
   RendezvousServer& operator=(const RendezvousServer&) = delete;
@@ -61,7 +80,8 @@ class RendezvousServer {
   enum class RankState { kAbsent, kJoined, kLeft };
   struct Connection {
     int fd = -1;
-    int rank = -1;  // -1 until a HELLO that was accepted
+    int rank = -1;        // -1 until a HELLO that was accepted
+    int watch_rank = -1;  // the rank whose liveness connection this is (WATCH)
     std::string inbox;
     std::string outbox;
     bool pending = false;  // a HELLO/GET/BARRIER waits for its answer
@@ -70,12 +90,21 @@ class RendezvousServer {
     bool closed = false;
   };
 
-  RendezvousServer(int listen_fd, int world_size, std::string plan_fingerprint);
+  RendezvousServer(int listen_fd, Config config);
   void Serve();
   void AcceptAll();
+  /// Drops the oldest unidentified connections beyond kMaxPendingConnections.
+  void CapPending();
   void ReadFrom(Connection& conn);
+  /// Takes and handles every complete frame in `conn.inbox`.
+  void HandleInbox(Connection& conn);
   void Handle(Connection& conn, Message message);
   void HandleHello(Connection& conn, const Message& hello);
+  void HandleWatch(Connection& conn, const Message& watch);
+  /// JOB_MISMATCH to a connection of another job, which is then dropped.
+  void TurnAway(Connection& conn, uint32_t rank);
+  /// Departs every watched rank silent for the heartbeat.
+  void CheckSilence();
   void Reply(Connection& conn, const Message& reply);
   void ReplyError(Connection& conn, const Status& status);
   void FailJoin(const Status& status, bool notify_absent);
@@ -90,7 +119,9 @@ class RendezvousServer {
   bool AllLeftLocked() const;
 
   const int world_size_;
+  const std::string job_id_;
   const std::string plan_fingerprint_;
+  const std::chrono::milliseconds heartbeat_;
   int listen_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::thread thread_;
@@ -107,6 +138,7 @@ class RendezvousServer {
   Status departure_;  // PEER_LOST of the first rank that left or dropped
   std::map<std::string, std::string, std::less<>> values_;
   std::map<std::string, std::set<int>, std::less<>> barrier_arrivals_;
+  SilenceTracker silence_;  // used by the serving thread only
 };
 
 }  // namespace dmlp

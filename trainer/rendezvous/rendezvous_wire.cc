@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -70,7 +71,53 @@ bool IsErrorCode(std::string_view code) {
   return true;
 }
 
+// The type's bound, or an error naming why the frame is refused before its body.
+Status CheckFrameStart(std::string_view buffer, const FrameLimits& limits) {
+  const uint32_t length = GetU32(buffer);
+  const uint32_t largest = std::max(limits.control_bytes, limits.MaxBody(static_cast<uint8_t>(MessageType::kSet)));
+  if (length == 0 || length > largest) {
+    return ProtocolError("frame length " + std::to_string(length) + " out of range");
+  }
+  if (buffer.size() < 5) return Status::Ok();  // the type byte decides the bound
+  const uint8_t type = static_cast<uint8_t>(buffer[4]);
+  const uint32_t bound = limits.MaxBody(type);
+  if (bound == 0) return ProtocolError("message type " + std::to_string(type) + " not accepted here");
+  if (length > bound) {
+    return ProtocolError("frame length " + std::to_string(length) + " out of range for message type " +
+                         std::to_string(type) + " (at most " + std::to_string(bound) + ")");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+uint32_t MaxValueBytes(int world_size) {
+  const uint64_t ranks = world_size < 1 ? 1 : static_cast<uint64_t>(world_size);
+  return static_cast<uint32_t>((64u << 10) + 512 * ranks);
+}
+
+uint32_t FrameLimits::MaxBody(uint8_t type) const {
+  switch (static_cast<MessageType>(type)) {
+    case MessageType::kSet:
+      // type, key (length + bytes), value (length + bytes)
+      return value_bytes == 0 ? 0 : 1 + 4 + kMaxNameBytes + 4 + value_bytes;
+    case MessageType::kValue:
+      return value_bytes == 0 ? 0 : 1 + 4 + value_bytes;
+    case MessageType::kHello:
+    case MessageType::kWatch:
+    case MessageType::kPing:
+    case MessageType::kGet:
+    case MessageType::kBarrier:
+    case MessageType::kBye:
+    case MessageType::kWelcome:
+    case MessageType::kOk:
+    case MessageType::kError:
+    case MessageType::kByeAck:
+    case MessageType::kPong:
+      return control_bytes;
+  }
+  return 0;  // unknown type
+}
 
 std::string EncodeMessage(const Message& message) {
   std::string body(1, static_cast<char>(message.type));
@@ -79,7 +126,13 @@ std::string EncodeMessage(const Message& message) {
       body.append(kRendezvousMagic);
       PutU32(body, message.rank);
       PutU32(body, message.world_size);
+      PutString(body, message.job_id);
       PutString(body, message.payload);
+      break;
+    case MessageType::kWatch:
+      body.append(kRendezvousMagic);
+      PutU32(body, message.rank);
+      PutString(body, message.job_id);
       break;
     case MessageType::kWelcome:
       body.append(kRendezvousMagic);
@@ -97,8 +150,10 @@ std::string EncodeMessage(const Message& message) {
       PutString(body, message.payload);
       break;
     case MessageType::kBye:
+    case MessageType::kPing:
     case MessageType::kOk:
     case MessageType::kByeAck:
+    case MessageType::kPong:
       break;
   }
   std::string frame;
@@ -117,16 +172,19 @@ Result<Message> DecodeBody(std::string_view body) {
   switch (message.type) {
     case MessageType::kHello:
       ok = reader.Magic() && reader.U32(&message.rank) && reader.U32(&message.world_size) &&
-           reader.String(&message.payload, kMaxBodyBytes);
+           reader.String(&message.job_id, kMaxNameBytes) && reader.String(&message.payload, kMaxControlBytes);
+      break;
+    case MessageType::kWatch:
+      ok = reader.Magic() && reader.U32(&message.rank) && reader.String(&message.job_id, kMaxNameBytes);
       break;
     case MessageType::kWelcome:
       ok = reader.Magic();
       break;
     case MessageType::kSet:
-      ok = reader.String(&message.name, kMaxNameBytes) && reader.String(&message.payload, kMaxBodyBytes);
+      ok = reader.String(&message.name, kMaxNameBytes) && reader.String(&message.payload, UINT32_MAX);
       break;
     case MessageType::kError:
-      ok = reader.String(&message.name, kMaxNameBytes) && reader.String(&message.payload, kMaxBodyBytes) &&
+      ok = reader.String(&message.name, kMaxNameBytes) && reader.String(&message.payload, kMaxControlBytes) &&
            (IsErrorCode(message.name) || reader.Fail("malformed error code"));
       break;
     case MessageType::kGet:
@@ -134,11 +192,13 @@ Result<Message> DecodeBody(std::string_view body) {
       ok = reader.String(&message.name, kMaxNameBytes);
       break;
     case MessageType::kValue:
-      ok = reader.String(&message.payload, kMaxBodyBytes);
+      ok = reader.String(&message.payload, UINT32_MAX);  // the frame's bound already limits it
       break;
     case MessageType::kBye:
+    case MessageType::kPing:
     case MessageType::kOk:
     case MessageType::kByeAck:
+    case MessageType::kPong:
       break;
     default:
       return ProtocolError("unknown message type " + std::to_string(static_cast<uint8_t>(body[0])));
@@ -150,12 +210,10 @@ Result<Message> DecodeBody(std::string_view body) {
   return message;
 }
 
-Result<std::optional<Message>> TakeMessage(std::string& buffer) {
+Result<std::optional<Message>> TakeMessage(std::string& buffer, const FrameLimits& limits) {
   if (buffer.size() < 4) return std::optional<Message>();
-  uint32_t length = GetU32(buffer);
-  if (length == 0 || length > kMaxBodyBytes) {
-    return ProtocolError("frame length " + std::to_string(length) + " out of range");
-  }
+  DMLP_RETURN_IF_ERROR(CheckFrameStart(buffer, limits));
+  const uint32_t length = GetU32(buffer);
   if (buffer.size() < 4 + static_cast<size_t>(length)) return std::optional<Message>();
   Result<Message> message = DecodeBody(std::string_view(buffer).substr(4, length));
   if (!message.ok()) return message.status();
@@ -183,21 +241,19 @@ Status SendAll(int fd, std::string_view bytes, PeerWait& wait) {
   return Status::Ok();
 }
 
-Result<Message> ReceiveMessage(int fd, PeerWait& wait) {
+Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits) {
   std::string buffer;
   char chunk[4096];
   for (;;) {
-    // Read no further than the current frame, so bytes of the next reply stay in the socket.
-    size_t want = 4;
+    // Read no further than the current frame, so bytes of the next reply stay
+    // in the socket: the length and type first (5 bytes), then the body.
+    size_t want = buffer.size() < 5 ? 5 : 0;
     if (buffer.size() >= 4) {
-      uint32_t length = GetU32(buffer);
-      if (length == 0 || length > kMaxBodyBytes) {
-        return ProtocolError("frame length " + std::to_string(length) + " out of range");
-      }
-      want = 4 + static_cast<size_t>(length);
+      DMLP_RETURN_IF_ERROR(CheckFrameStart(buffer, limits));
+      if (buffer.size() >= 5) want = 4 + static_cast<size_t>(GetU32(buffer));
     }
-    if (buffer.size() == want && want > 4) {
-      Result<std::optional<Message>> taken = TakeMessage(buffer);
+    if (buffer.size() == want && want >= 5) {
+      Result<std::optional<Message>> taken = TakeMessage(buffer, limits);
       if (!taken.ok()) return taken.status();
       return std::move(*taken.value());
     }

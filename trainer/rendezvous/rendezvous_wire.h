@@ -3,11 +3,13 @@
 // The rendezvous protocol's framing, shared by the coordinator (server) and
 // every rank (client). One frame:
 //
-//   u32 LE body_length   1 <= body_length <= kMaxBodyBytes
+//   u32 LE body_length   1 <= body_length <= the type's bound (FrameLimits)
 //   u8     type          MessageType
 //   fields               by type, below; u32 LE integers, strings as u32 LE length + bytes
 //
-//   HELLO    magic[8] "DMLPRDV1", u32 rank, u32 world_size, str plan_fingerprint
+//   HELLO    magic[8] "DMLPRDV2", u32 rank, u32 world_size, str job_id, str plan_fingerprint
+//   WATCH    magic[8], u32 rank, str job_id   (opens a rank's liveness connection, no reply)
+//   PING                                 -> PONG, or ERROR PEER_LOST once a rank is lost
 //   SET      str key, str value          -> OK
 //   GET      str key                     -> VALUE str value (when the key is present)
 //   BARRIER  str name                    -> OK (when every rank arrived)
@@ -16,7 +18,10 @@
 //   ERROR    str code, str detail        (reply to anything; code is [A-Z0-9_]+)
 //
 // A frame whose length, type, field sizes or trailing bytes are wrong is a
-// PROTOCOL_ERROR; nothing in it is trusted.
+// PROTOCOL_ERROR; nothing in it is trusted. Bounds are per type and checked on
+// the first five bytes, before a body is buffered: control frames are small
+// (kMaxControlBytes); only SET and VALUE carry values, bounded by the world size
+// (MaxValueBytes), and a connection that has not said HELLO may send no value.
 #pragma once
 
 #include <cstddef>
@@ -36,18 +41,35 @@ enum class MessageType : uint8_t {
   kGet = 3,
   kBarrier = 4,
   kBye = 5,
+  kWatch = 6,
+  kPing = 7,
   kWelcome = 16,
   kOk = 17,
   kValue = 18,
   kError = 19,
   kByeAck = 20,
+  kPong = 21,
 };
 
-inline constexpr std::string_view kRendezvousMagic = "DMLPRDV1";
-/// Largest frame body; values (Gloo addresses, an NCCL unique id) are far smaller.
-inline constexpr uint32_t kMaxBodyBytes = 64u << 20;
-/// Largest key, barrier name or error code.
+inline constexpr std::string_view kRendezvousMagic = "DMLPRDV2";
+/// Largest body of a frame that carries no value (HELLO with its fingerprint, GET, ERROR, ...).
+inline constexpr uint32_t kMaxControlBytes = 64u << 10;
+/// Largest key, barrier name, error code or job id.
 inline constexpr uint32_t kMaxNameBytes = 4096;
+
+/// Largest value a job of `world_size` ranks stores: Gloo stores one address
+/// per peer (measured: 128 + 8 bytes each with this Gloo), the NCCL unique id
+/// 128 bytes; 512 bytes per rank plus 64 KiB leaves room for both.
+uint32_t MaxValueBytes(int world_size);
+
+/// What one end of a connection accepts; a frame over its type's bound fails
+/// before its body is read.
+struct FrameLimits {
+  uint32_t control_bytes = kMaxControlBytes;
+  uint32_t value_bytes = 0;  // SET / VALUE payloads; 0: none accepted
+  /// The largest body of a frame of `type`; 0 for a type never accepted.
+  uint32_t MaxBody(uint8_t type) const;
+};
 
 /// One decoded frame. Which fields are used depends on the type.
 struct Message {
@@ -56,6 +78,7 @@ struct Message {
   uint32_t world_size = 0;  // HELLO
   std::string name;         // SET/GET key, BARRIER name, ERROR code
   std::string payload;      // SET/VALUE value, HELLO fingerprint, ERROR detail
+  std::string job_id;       // HELLO, WATCH
 };
 
 /// The whole frame (length prefix included) for `message`.
@@ -63,8 +86,8 @@ std::string EncodeMessage(const Message& message);
 /// Decodes one frame body (type byte onwards); PROTOCOL_ERROR when malformed.
 Result<Message> DecodeBody(std::string_view body);
 /// Takes the first complete frame off the front of `buffer` (nullopt: need more
-/// bytes). A length prefix out of range fails at once, before its body arrives.
-Result<std::optional<Message>> TakeMessage(std::string& buffer);
+/// bytes). A length out of `limits` for its type fails at once, before its body arrives.
+Result<std::optional<Message>> TakeMessage(std::string& buffer, const FrameLimits& limits);
 
 /// Outcome codes of the blocking helpers below, before the caller names what it awaited.
 inline constexpr std::string_view kWaitTimedOut = "RENDEZVOUS_TIMEOUT";
@@ -73,8 +96,8 @@ inline constexpr std::string_view kConnectionClosed = "CONNECTION_CLOSED";
 /// Writes `bytes` to the non-blocking socket `fd`, polling in `wait`'s slices.
 /// Handles EINTR and partial writes; never raises SIGPIPE.
 Status SendAll(int fd, std::string_view bytes, PeerWait& wait);
-/// Reads one frame from the non-blocking socket `fd` (partial reads, EINTR).
+/// Reads one frame within `limits` from the non-blocking socket `fd` (partial reads, EINTR).
 /// Codes: kWaitTimedOut, kConnectionClosed, PROTOCOL_ERROR, SOCKET_ERROR.
-Result<Message> ReceiveMessage(int fd, PeerWait& wait);
+Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits);
 
 }  // namespace dmlp

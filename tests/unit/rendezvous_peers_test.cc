@@ -1,0 +1,309 @@
+// The coordinator among strangers and silent peers (issue 14, items 5-7):
+// per-type frame bounds, ranks of another job (JOB_MISMATCH, dropped, the job
+// unaffected and its plan not told), a flood of idle and oversized
+// connections (bounded memory), the freeze-discounted silence count, and a
+// stopped rank declared lost by the liveness monitor.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/rendezvous_test_util.h"
+#include "trainer/rendezvous/peer_monitor.h"
+#include "trainer/rendezvous/rendezvous.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
+#include "trainer/rendezvous/silence_tracker.h"
+
+namespace dmlp {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FreePort;
+using testing::RendezvousTestOptions;
+using testing::RunRanks;
+
+class ManualClock final : public WaitClock {
+ public:
+  std::chrono::nanoseconds Now() override { return now_; }
+  void Advance(std::chrono::nanoseconds by) { now_ += by; }
+
+ private:
+  std::chrono::nanoseconds now_{1'000'000'000};
+};
+
+RendezvousOptions JobOptions(int port, int rank, int world_size, const std::string& job_id,
+                             std::string fingerprint = "BATCH=16\nSEED=1", int timeout_seconds = 10) {
+  RendezvousOptions options = RendezvousTestOptions(port, rank, world_size, timeout_seconds, std::move(fingerprint));
+  options.job_id = job_id;
+  return options;
+}
+
+int ConnectTo(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // A coordinator that never answers fails the test instead of hanging it.
+  timeval patience{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Everything the coordinator says on `fd` until it closes the connection.
+std::string ReadToEnd(int fd) {
+  std::string reply;
+  char chunk[4096];
+  for (ssize_t got; (got = read(fd, chunk, sizeof(chunk))) > 0;) reply.append(chunk, static_cast<size_t>(got));
+  return reply;
+}
+
+long ResidentKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// ---- frame bounds -----------------------------------------------------------
+
+TEST(FrameLimitsTest, ControlFramesAreSmallAndValuesNeedARank) {
+  FrameLimits stranger;  // what a connection that has not said HELLO may send
+  FrameLimits rank{kMaxControlBytes, MaxValueBytes(2)};
+  EXPECT_EQ(stranger.MaxBody(static_cast<uint8_t>(MessageType::kGet)), kMaxControlBytes);
+  EXPECT_EQ(stranger.MaxBody(static_cast<uint8_t>(MessageType::kSet)), 0u);
+  EXPECT_GT(rank.MaxBody(static_cast<uint8_t>(MessageType::kSet)), MaxValueBytes(2));
+  EXPECT_EQ(rank.MaxBody(0x63), 0u);
+  // Refused on the first five bytes: no body is ever buffered.
+  std::string huge_get("\x01\x00\x01\x00\x03", 5);
+  Result<std::optional<Message>> taken = TakeMessage(huge_get, rank);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.status().ToString(),
+            "PROTOCOL_ERROR: frame length 65537 out of range for message type 3 (at most 65536)");
+  std::string stranger_set("\x10\x00\x00\x00\x02", 5);
+  taken = TakeMessage(stranger_set, stranger);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.status().ToString(), "PROTOCOL_ERROR: message type 2 not accepted here");
+  std::string over_everything("\x00\x00\x00\x04", 4);  // 64 MiB, refused before even the type
+  EXPECT_FALSE(TakeMessage(over_everything, rank).ok());
+  // A value as large as the world size allows still fits.
+  std::string set = EncodeMessage(Message{MessageType::kSet, 0, 0, "k", std::string(MaxValueBytes(2), 'v')});
+  taken = TakeMessage(set, rank);
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  ASSERT_TRUE(taken.value().has_value());
+}
+
+// ---- strangers --------------------------------------------------------------
+
+TEST(RendezvousStrangerTest, RankOfAnotherJobIsTurnedAwayAndTheJobJoins) {
+  const int port = FreePort();
+  std::array<Status, 2> results;
+  Status stranger;
+  RunRanks(3, [&](int thread) {
+    if (thread == 2) {
+      // Same world size and rank as a real rank, another job and plan: it must
+      // neither take rank 1's place nor fail the join, nor learn rank 0's plan.
+      std::this_thread::sleep_for(100ms);
+      auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-B", "BATCH=999\nSEED=1", 5));
+      stranger = joined.status();
+      return;
+    }
+    if (thread == 1) std::this_thread::sleep_for(600ms);  // the stranger comes first
+    auto joined = Rendezvous::Join(JobOptions(port, thread, 2, "job-A"));
+    ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+    results[thread] = (*joined)->Barrier("joined");
+    if (results[thread].ok()) results[thread] = (*joined)->Close();
+  });
+  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(stranger.ToString(), "JOB_MISMATCH: rank 1: the coordinator at 127.0.0.1:" + std::to_string(port) +
+                                     " serves another job (two jobs need two ports)");
+  EXPECT_EQ(stranger.ToString().find("BATCH"), std::string::npos);
+}
+
+TEST(RendezvousStrangerTest, SameJobWithAnotherPlanIsStillPlanMismatch) {
+  const int port = FreePort();
+  std::array<Status, 2> results;
+  RunRanks(2, [&](int rank) {
+    auto joined = Rendezvous::Join(JobOptions(port, rank, 2, "job-A", rank == 0 ? "BATCH=16" : "BATCH=8"));
+    results[rank] = joined.status();
+  });
+  for (const Status& status : results) {
+    EXPECT_EQ(status.ToString(), "PLAN_MISMATCH: rank 1: BATCH=8 (rank 0 has BATCH=16)");
+  }
+}
+
+TEST(RendezvousStrangerTest, FloodOfIdleAndOversizedConnectionsStaysBoundedAndTheJobCompletes) {
+  const int port = FreePort();
+  std::array<Status, 2> results;
+  long grown_kib = 0;
+  int refused_frames = 0;
+  RunRanks(2, [&](int rank) {
+    auto joined = Rendezvous::Join(JobOptions(port, rank, 2, "job-A"));
+    ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+    if (rank == 1) {
+      const long before = ResidentKiB();
+      std::vector<int> idle;
+      for (int i = 0; i < 200; ++i) {  // over the cap of pending connections
+        int fd = ConnectTo(port);
+        if (fd >= 0) idle.push_back(fd);
+      }
+      // Each announces a 64 MiB frame and sends 1 MiB of it: before, the
+      // coordinator buffered every such body whole.
+      const std::string body(1 << 20, 'x');
+      for (int i = 0; i < 8; ++i) {
+        int fd = ConnectTo(port);
+        ASSERT_GE(fd, 0);
+        std::string frame("\x00\x00\x00\x04\x02", 5);
+        (void)!send(fd, (frame + body).data(), frame.size() + body.size(), MSG_NOSIGNAL);
+        std::string reply = ReadToEnd(fd);
+        Result<std::optional<Message>> taken = TakeMessage(reply, FrameLimits{});
+        if (taken.ok() && taken.value() && taken.value()->name == "PROTOCOL_ERROR") ++refused_frames;
+        close(fd);
+      }
+      grown_kib = ResidentKiB() - before;
+      for (int fd : idle) close(fd);
+    }
+    results[rank] = (*joined)->Barrier("after-the-flood");
+    if (results[rank].ok()) results[rank] = (*joined)->Close();
+  });
+  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(refused_frames, 8);
+  // 64 pending connections x (64 KiB inbox + 64 KiB chunk) is the worst case; before: 64 MiB per connection.
+  EXPECT_LT(grown_kib, 32 * 1024) << "coordinator memory grew by " << grown_kib << " KiB";
+}
+
+// ---- silence ----------------------------------------------------------------
+
+TEST(SilenceTrackerTest, SilentRankIsLostAfterTheBudgetOfRunningTime) {
+  ManualClock clock;
+  SilenceTracker tracker(2, 1000ms, clock);
+  EXPECT_EQ(tracker.BeginSlice(), -1);  // nobody watched: the server may sleep
+  tracker.EndSlice();
+  tracker.Heard(0);
+  tracker.Heard(1);
+  int slices = 0;
+  while (tracker.FirstSilent() < 0) {
+    const int slice = tracker.BeginSlice();
+    ASSERT_GT(slice, 0);
+    clock.Advance(std::chrono::milliseconds(slice));
+    tracker.EndSlice();
+    tracker.Heard(0);  // rank 0 keeps pinging, rank 1 does not
+    ASSERT_LT(++slices, 100);
+  }
+  EXPECT_EQ(tracker.FirstSilent(), 1);
+  EXPECT_EQ(slices, 5);  // 5 x 200 ms
+}
+
+TEST(SilenceTrackerTest, FreezeOrClockJumpOfTheCoordinatorIsNobodysSilence) {
+  ManualClock clock;
+  SilenceTracker tracker(2, 1000ms, clock);
+  tracker.Heard(1);
+  tracker.BeginSlice();
+  clock.Advance(60s);  // the whole job stopped for a minute (or CLOCK_MONOTONIC jumped)
+  tracker.EndSlice();
+  EXPECT_EQ(tracker.FirstSilent(), -1);
+  EXPECT_EQ(tracker.freezes_seen(), 1);
+  tracker.Forget(1);
+  for (int i = 0; i < 20; ++i) {
+    tracker.BeginSlice();
+    clock.Advance(200ms);
+    tracker.EndSlice();
+  }
+  EXPECT_EQ(tracker.FirstSilent(), -1);  // forgotten ranks are never lost
+}
+
+TEST(PeerLossTest, HooksRunOnceAndLateHooksRunAtOnce) {
+  PeerLoss loss;
+  int early = 0, late = 0;
+  loss.AddHook([&] { ++early; });
+  EXPECT_TRUE(loss.failure().ok());
+  loss.Declare(Status::Error("PEER_LOST", "rank 1: silent"));
+  loss.Declare(Status::Error("PEER_LOST", "rank 2: second"));
+  loss.AddHook([&] { ++late; });
+  EXPECT_EQ(early, 1);
+  EXPECT_EQ(late, 1);
+  EXPECT_EQ(loss.failure().ToString(), "PEER_LOST: rank 1: silent");
+}
+
+// Rank 1 (a forked process, so that it can really be stopped) is SIGSTOPped
+// while rank 0 waits on it: rank 0 must get PEER_LOST from the liveness rule,
+// not wait forever (its own wait's bound is long here: 60 s).
+TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
+  const int port = FreePort();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 2));
+    if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) _exit(10);
+    if (!(*joined)->Set("monitoring", "").ok()) _exit(11);
+    pause();  // stopped here by the parent, then killed
+    _exit(0);
+  }
+  auto joined = Rendezvous::Join(JobOptions(port, 0, 2, "job-A", "BATCH=16\nSEED=1", 2));
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  ASSERT_TRUE((*joined)->StartPeerMonitor().ok());
+  ASSERT_TRUE((*joined)->Get("monitoring").ok());
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  // Rank 1 is stopped: the barrier ends by the liveness rule (or by its own
+  // bound, which is the same heartbeat); the loss is declared either way.
+  Status waited = (*joined)->Barrier("never");
+  for (int i = 0; i < 300 && !(*joined)->peer_loss()->lost(); ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE((*joined)->peer_loss()->lost());
+  EXPECT_EQ((*joined)->peer_loss()->failure().ToString(),
+            "PEER_LOST: rank 1: silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+  EXPECT_FALSE(waited.ok());
+  kill(child, SIGKILL);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+}
+
+// The whole job (both ranks, monitors and coordinator) stopped for 3 x the
+// heartbeat and continued: nobody is lost.
+TEST(PeerMonitorTest, WholeJobStoppedLongerThanTheHeartbeatGoesOn) {
+  const int port = FreePort();
+  pid_t job = fork();
+  ASSERT_GE(job, 0);
+  if (job == 0) {
+    setpgid(0, 0);
+    std::array<int, 2> codes{};
+    RunRanks(2, [&](int rank) {
+      auto joined = Rendezvous::Join(JobOptions(port, rank, 2, "job-A", "BATCH=16\nSEED=1", 1));
+      if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) {
+        codes[rank] = 10;
+        return;
+      }
+      if (!(*joined)->Barrier("before").ok()) codes[rank] = 11;
+      std::this_thread::sleep_for(4s);  // the parent stops and continues us meanwhile
+      if (!(*joined)->Barrier("after").ok()) codes[rank] = 12;
+      if ((*joined)->peer_loss()->lost()) codes[rank] = 13;
+      if (!(*joined)->Close().ok()) codes[rank] = 14;
+    });
+    _exit(codes[0] != 0 ? codes[0] : codes[1]);
+  }
+  setpgid(job, job);
+  std::this_thread::sleep_for(1500ms);  // joined and inside the sleep (generous under load)
+  ASSERT_EQ(kill(-job, SIGSTOP), 0);
+  std::this_thread::sleep_for(3s);
+  ASSERT_EQ(kill(-job, SIGCONT), 0);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(job, &wstatus, 0), job);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "13: a peer was declared lost after the freeze";
+}
+
+}  // namespace
+}  // namespace dmlp

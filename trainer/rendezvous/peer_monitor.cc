@@ -1,0 +1,98 @@
+#include "trainer/rendezvous/peer_monitor.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "trainer/rendezvous/rendezvous_wire.h"
+
+namespace dmlp {
+
+Status PeerLoss::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+void PeerLoss::Declare(const Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lost_.load()) return;
+  failure_ = status;
+  lost_.store(true);
+  for (auto& [id, hook] : hooks_) hook();
+}
+
+int PeerLoss::AddHook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lost_.load()) hook();
+  hooks_[next_id_] = std::move(hook);
+  return next_id_++;
+}
+
+void PeerLoss::RemoveHook(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hooks_.erase(id);
+}
+
+PeerMonitor::PeerMonitor(int fd, int rank, std::string job_id, std::chrono::milliseconds heartbeat,
+                         std::shared_ptr<PeerLoss> loss, WaitClock& clock)
+    : fd_(fd), rank_(rank), job_id_(std::move(job_id)), heartbeat_(heartbeat), loss_(std::move(loss)),
+      clock_(clock) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+PeerMonitor::~PeerMonitor() { Stop(); }
+
+void PeerMonitor::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  shutdown(fd_, SHUT_RDWR);  // wakes a pending PONG wait
+  if (thread_.joinable()) thread_.join();
+  close(fd_);
+}
+
+std::chrono::milliseconds PeerMonitor::PingInterval(std::chrono::milliseconds heartbeat) {
+  // Several pings per heartbeat, so one late ping is never a loss.
+  return std::clamp(heartbeat / 5, std::chrono::milliseconds(20), kMaxPingInterval);
+}
+
+void PeerMonitor::Run() {
+  PeerWait send_wait(heartbeat_, clock_);
+  Message watch{MessageType::kWatch, static_cast<uint32_t>(rank_), 0, {}, {}, job_id_};
+  Status status = SendAll(fd_, EncodeMessage(watch), send_wait);
+  while (status.ok() && Pause()) status = PingOnce();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || status.ok()) return;  // the job ended; its connections close on purpose
+  loss_->Declare(status);
+}
+
+Status PeerMonitor::PingOnce() {
+  // The coordinator may take the whole heartbeat of *our* running time to
+  // answer; a freeze of this process does not count (PeerWait).
+  PeerWait wait(heartbeat_, clock_);
+  Status sent = SendAll(fd_, EncodeMessage(Message{MessageType::kPing}), wait);
+  Result<Message> reply = sent.ok() ? ReceiveMessage(fd_, wait, FrameLimits{}) : Result<Message>(sent);
+  if (reply.ok() && reply->type == MessageType::kPong) return Status::Ok();
+  if (reply.ok() && reply->type == MessageType::kError) return Status::Error(reply->name, reply->payload);
+  const std::string seen_by = " (seen by rank " + std::to_string(rank_) + ")";
+  if (reply.ok()) return Status::Error("PROTOCOL_ERROR", "unexpected reply to PING" + seen_by);
+  if (reply.status().code() == kWaitTimedOut) {
+    return Status::Error("PEER_LOST", "rank 0: silent for " + std::to_string(heartbeat_.count() / 1000) +
+                                          "s (HEARTBEAT_TIMEOUT_SECONDS)" + seen_by);
+  }
+  if (reply.status().code() == kConnectionClosed) {
+    return Status::Error("PEER_LOST", "rank 0: the coordinator closed the connection" + seen_by);
+  }
+  return reply.status().WithContext("rank " + std::to_string(rank_) + ": liveness ping");
+}
+
+bool PeerMonitor::Pause() {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !stop_cv_.wait_for(lock, PingInterval(heartbeat_), [this] { return stopping_; });
+}
+
+}  // namespace dmlp

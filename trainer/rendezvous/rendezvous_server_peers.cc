@@ -1,0 +1,49 @@
+// The coordinator's admission of connections and its liveness count: who may
+// stay (strangers are capped and turned away) and who is lost (silent). Part
+// of RendezvousServer (rendezvous_server.h); split from rendezvous_server.cc
+// to keep each file one concern.
+#include "trainer/rendezvous/rendezvous_server.h"
+
+namespace dmlp {
+
+void RendezvousServer::CapPending() {
+  size_t pending = 0;
+  for (auto it = connections_.rbegin(); it != connections_.rend(); ++it) {
+    Connection& conn = **it;
+    if (conn.closed || conn.rank >= 0 || conn.watch_rank >= 0) continue;
+    // Newest first, so the oldest are the ones dropped: a rank says HELLO as
+    // soon as it connects, so only idle strangers grow old unidentified.
+    if (++pending > kMaxPendingConnections) CloseConnection(conn);
+  }
+}
+
+void RendezvousServer::TurnAway(Connection& conn, uint32_t rank) {
+  // Says only that the job differs: neither this job's id nor its plan.
+  ReplyError(conn, Status::Error("JOB_MISMATCH", "rank " + std::to_string(rank) +
+                                                     ": the coordinator serves another job"));
+  conn.close_after_flush = true;
+}
+
+void RendezvousServer::HandleWatch(Connection& conn, const Message& watch) {
+  if (conn.rank >= 0 || conn.watch_rank >= 0) return Reject(conn, "WATCH on an identified connection");
+  if (watch.job_id != job_id_) return TurnAway(conn, watch.rank);
+  const int rank = static_cast<int>(watch.rank);
+  if (!join_done_ || rank < 0 || rank >= world_size_ || rank_state_[rank] != RankState::kJoined) {
+    return Reject(conn, "WATCH from rank " + std::to_string(watch.rank) + ", which is not a joined rank");
+  }
+  conn.watch_rank = rank;
+  silence_.Heard(rank);
+}
+
+void RendezvousServer::CheckSilence() {
+  for (int rank = silence_.FirstSilent(); rank >= 0; rank = silence_.FirstSilent()) {
+    silence_.Forget(rank);
+    if (rank_state_[rank] != RankState::kJoined) continue;
+    // Still joined: the server keeps serving, so every rank's next ping
+    // learns why, rather than finding the coordinator gone.
+    Depart(rank, "silent for " + std::to_string(heartbeat_.count() / 1000) +
+                     "s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+  }
+}
+
+}  // namespace dmlp
