@@ -46,6 +46,9 @@ struct Plan {
   Reduction reduction = Reduction::kOrdered;
   int64_t checkpoint_every = 0;  // 0: off
   bool resume = false;
+  // Steps hashed at once (DIGEST_THREADS); 0: DefaultDigestThreads. Per rank
+  // and never changes a byte, so it is neither in PlanFingerprint nor in result.json.
+  int64_t digest_threads = 0;
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

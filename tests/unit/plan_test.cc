@@ -55,7 +55,7 @@ TEST(PlanTest, EveryRequiredVariableIsNamedWhenMissing) {
 
 TEST(PlanTest, OptionalVariablesMayNotBeEmpty) {
   for (const char* name : {"DATA_SHARDS", "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY",
-                           "RESUME", "COORDINATOR_ADDRESS"})
+                           "RESUME", "COORDINATOR_ADDRESS", "DIGEST_THREADS"})
     EXPECT_EQ(ErrorWith(name, ""), std::string("ENV_EMPTY: ") + name);
 }
 
@@ -103,6 +103,21 @@ TEST(PlanTest, FingerprintIgnoresIdentityButNotTheJob) {
   EXPECT_EQ(PlanFingerprint(*ReadPlan(ValidEnv())), PlanFingerprint(*ReadPlan(other)));
   other.Set("LEARNING_RATE", "0.002");
   EXPECT_NE(PlanFingerprint(*ReadPlan(ValidEnv())), PlanFingerprint(*ReadPlan(other)));
+}
+
+TEST(PlanTest, DigestThreadsArePerRankAndOutsideTheFingerprint) {
+  EXPECT_EQ(ReadPlan(ValidEnv())->digest_threads, 0);  // 0: the default from the CPUs
+  EXPECT_EQ(ErrorWith("DIGEST_THREADS", "0"), "ENV_INVALID: DIGEST_THREADS='0' must be >= 1");
+  EXPECT_EQ(ErrorWith("DIGEST_THREADS", "65"), "ENV_INVALID: DIGEST_THREADS='65' must be <= 64");
+  EXPECT_EQ(ErrorWith("DIGEST_THREADS", "2x"), "ENV_INVALID: DIGEST_THREADS='2x' is not an integer");
+  Environment four = ValidEnv();
+  four.Set("DIGEST_THREADS", "4");
+  Result<Plan> plan = ReadPlan(four);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->digest_threads, 4);
+  // Ranks may hash with different thread counts: it never changes a byte.
+  EXPECT_EQ(PlanFingerprint(*plan), PlanFingerprint(*ReadPlan(ValidEnv())));
+  EXPECT_EQ(PlanDocument(*plan), PlanDocument(*ReadPlan(ValidEnv())));
 }
 
 class ConfigFileTest : public ::testing::Test {
