@@ -1,4 +1,4 @@
-// defines: Plan, Platform, Reduction, MatmulPrecision, ReadPlan, LoadConfigFile,
+// defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, ReadPlan, LoadConfigFile,
 //          PlanFingerprint, PlanDocument
 //
 // One rank's configuration, read strictly from the environment (DESIGN.md
@@ -21,10 +21,12 @@ namespace dmlp {
 enum class Platform { kCpu, kCuda };
 enum class Reduction { kOrdered, kAllreduce };
 enum class MatmulPrecision { kFp32, kTf32 };
+enum class CollectivesKind { kNccl, kGloo };
 
 const char* PlatformName(Platform platform);
 const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
+const char* CollectivesName(CollectivesKind collectives);
 
 struct Plan {
   int64_t steps = 0;           // logged steps (receipts)
@@ -44,6 +46,9 @@ struct Plan {
   int64_t data_shards = 0;     // default NUM_PROCESSES
   MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
   Reduction reduction = Reduction::kOrdered;
+  // PLATFORM=cuda only (COLLECTIVES): NCCL, or Gloo staged through host memory
+  // so that several ranks can share a GPU. The CPU platform always uses Gloo.
+  CollectivesKind collectives = CollectivesKind::kNccl;
   int64_t checkpoint_every = 0;  // 0: off
   bool resume = false;
   // Steps hashed at once (DIGEST_THREADS); 0: DefaultDigestThreads. Per rank

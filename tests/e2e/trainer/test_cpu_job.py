@@ -216,6 +216,13 @@ class Failures(JobTestCase):
                          "dmlp-train: error: ENV_INVALID: BATCH must be divisible by NUM_PROCESSES\n")
         self.assertFalse((self.scratch / "run").exists())
 
+    def test_collectives_are_refused_on_the_cpu_platform(self):
+        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, COLLECTIVES="gloo"))
+        self.assertEqual((result.returncode, result.stderr),
+                         (2, "dmlp-train: error: ENV_INVALID: COLLECTIVES applies to PLATFORM=cuda "
+                             "only (PLATFORM=cpu always uses gloo)\n"))
+        self.assertFalse((self.scratch / "run").exists())
+
     def test_unavailable_platform_is_a_clear_error_and_leaves_no_receipts(self):
         out = self.scratch / "run"
         result = run([TRAIN], job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, PLATFORM="cuda"))
