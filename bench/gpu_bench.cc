@@ -45,6 +45,7 @@ struct BenchOptions {
   int64_t data_shards = 1;
   int64_t steps = 5;  // timed logged steps (after one warm-up step)
   std::string precision = "both";
+  int64_t digest_threads = 0;  // 0: the trainer's default for this host, one rank
 };
 
 void Print(const std::string& precision, const char* name, double value) {
@@ -179,6 +180,7 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   plan.model = options.model;
   plan.data_shards = options.data_shards;
   plan.matmul_precision = precision_value;
+  plan.digest_threads = options.digest_threads;
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
 
   RendezvousOptions rendezvous_options;
@@ -214,7 +216,8 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   const nlohmann::json after = backend->Profile();
   DigestPipeline digests(
       *backend, layout.image_bytes(),
-      [](int64_t, const std::string&, const std::string&, const uint8_t*) { return Status::Ok(); });
+      [](int64_t, const std::string&, const std::string&, const uint8_t*) { return Status::Ok(); },
+      DigestThreadsFor(plan));
   DMLP_RETURN_IF_ERROR(digests.Start());
   DMLP_ASSIGN_OR_RETURN(const double digested,
                         StepSeconds(*backend, options, &digests, 2 + options.steps));
@@ -226,6 +229,7 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   Print(precision, "step_ms", plain * 1e3);
   Print(precision, "step_with_digest_ms", digested * 1e3);
   Print(precision, "digest_overhead_pct", (digested / plain - 1) * 100);
+  Print(precision, "digest_threads", digests.hasher_threads());
   Print(precision, "hash_ms_per_step", digests.hash_seconds() / double(options.steps) * 1e3);
 
   // The two halves of a digest on their own: the copy and the hash.
@@ -258,6 +262,8 @@ int Main(int argc, char** argv) {
   app.add_option("--microbatches", options.microbatches)->check(CLI::PositiveNumber);
   app.add_option("--data-shards", options.data_shards)->check(CLI::PositiveNumber);
   app.add_option("--steps", options.steps, "timed logged steps")->check(CLI::PositiveNumber);
+  app.add_option("--digest-threads", options.digest_threads, "DIGEST_THREADS (default: the trainer's)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--precision", options.precision)->check(CLI::IsMember({"fp32", "tf32", "both"}));
   CLI11_PARSE(app, argc, argv);
   if (options.batch % options.data_shards != 0) {

@@ -7,3 +7,7 @@ target_link_libraries(cpu_floor PRIVATE dmlp_gemm_cpu dmlp_mlp_cpu)
 add_executable(cpu_peak ${CMAKE_CURRENT_LIST_DIR}/cpu_peak.cc)
 target_compile_options(cpu_peak PRIVATE -O3)
 target_link_libraries(cpu_peak PRIVATE Threads::Threads)
+
+# digest_bench: the digest pipeline's throughput against DIGEST_THREADS (issue 13).
+add_executable(digest_bench ${CMAKE_CURRENT_LIST_DIR}/digest_bench.cc)
+target_link_libraries(digest_bench PRIVATE dmlp_trainer_core CLI11::CLI11)

@@ -53,6 +53,7 @@ if(DMLP_HAVE_CUDA)
     ${_dmlp_cuda_dir}/device_select.cc
     ${_dmlp_cuda_dir}/fold.cu
     ${_dmlp_cuda_dir}/gemm_cublas.cc
+    ${_dmlp_cuda_dir}/gloo_staged.cc
     ${_dmlp_cuda_dir}/init_gen.cu
     ${_dmlp_cuda_dir}/mlp_cuda.cc
     ${_dmlp_cuda_dir}/nccl_collectives.cc
@@ -67,7 +68,7 @@ if(DMLP_HAVE_CUDA)
     COMPILE_DEFINITIONS "DMLP_SOURCE_DIR=\"${PROJECT_SOURCE_DIR}/\"")
   target_include_directories(dmlp_backend_cuda SYSTEM PUBLIC ${DMLP_NCCL_INCLUDE_DIR})
   target_link_libraries(dmlp_backend_cuda PUBLIC
-    dmlp_common dmlp_trainer_math dmlp_rendezvous
+    dmlp_common dmlp_trainer_math dmlp_rendezvous dmlp_collectives_gloo
     CUDA::cudart CUDA::cublas ${DMLP_NCCL_LIBRARY})
 else()
   add_library(dmlp_backend_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/cuda/backend_cuda_stub.cc)

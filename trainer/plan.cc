@@ -17,7 +17,7 @@ constexpr const char* kPlanNames[] = {
     "STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR", "PLATFORM",
     "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
     "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
-    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME"};
+    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES"};
 
 Status Invalid(const std::string& detail) { return Status::Error("ENV_INVALID", detail); }
 
@@ -82,6 +82,18 @@ Status CrossCheck(const Plan& plan) {
   return Status::Ok();
 }
 
+// COLLECTIVES chooses between NCCL and Gloo on the CUDA platform; the CPU
+// platform has only Gloo, so a setting there is a mistake worth naming.
+Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platform) {
+  if (platform != Platform::kCuda) {
+    if (env.Get("COLLECTIVES"))
+      return Invalid("COLLECTIVES applies to PLATFORM=cuda only (PLATFORM=cpu always uses gloo)");
+    return CollectivesKind::kGloo;
+  }
+  return Choice(env, "COLLECTIVES", "nccl",
+                {std::pair{"nccl", CollectivesKind::kNccl}, std::pair{"gloo", CollectivesKind::kGloo}});
+}
+
 }  // namespace
 
 const char* PlatformName(Platform platform) { return platform == Platform::kCuda ? "cuda" : "cpu"; }
@@ -90,6 +102,9 @@ const char* ReductionName(Reduction reduction) {
 }
 const char* MatmulPrecisionName(MatmulPrecision precision) {
   return precision == MatmulPrecision::kFp32 ? "fp32" : "tf32";
+}
+const char* CollectivesName(CollectivesKind collectives) {
+  return collectives == CollectivesKind::kNccl ? "nccl" : "gloo";
 }
 
 Result<Plan> ReadPlan(const Environment& env) {
@@ -119,9 +134,11 @@ Result<Plan> ReadPlan(const Environment& env) {
                         Choice(env, "REDUCTION", "ordered",
                                {std::pair{"ordered", Reduction::kOrdered},
                                 std::pair{"allreduce", Reduction::kAllreduce}}));
+  DMLP_ASSIGN_OR_RETURN(plan.collectives, ReadCollectives(env, plan.platform));
   DMLP_ASSIGN_OR_RETURN(plan.checkpoint_every, OptionalInteger(env, "CHECKPOINT_EVERY", 0, 0));
   DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
   plan.resume = resume == 1;
+  DMLP_ASSIGN_OR_RETURN(plan.digest_threads, OptionalInteger(env, "DIGEST_THREADS", 0, 1, 64));
   DMLP_RETURN_IF_ERROR(CrossCheck(plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
@@ -185,13 +202,19 @@ std::string PlanFingerprint(const Plan& plan) {
   add("data_shards", std::to_string(plan.data_shards));
   add("matmul_precision", MatmulPrecisionName(plan.matmul_precision));
   add("reduction", ReductionName(plan.reduction));
+  // Collectives never change a byte with REDUCTION=ordered, but ranks must
+  // agree on them to pair up at all: NCCL ranks wait for a unique id, Gloo
+  // ranks for a TCP mesh, so a mixed job would only time out. Compared here,
+  // it is a PLAN_MISMATCH naming the field. Only on CUDA: the CPU platform
+  // has no choice, and its fingerprint lines stay as they were.
+  if (plan.platform == Platform::kCuda) add("collectives", CollectivesName(plan.collectives));
   add("checkpoint_every", std::to_string(plan.checkpoint_every));
   add("resume", plan.resume ? "1" : "0");
   return text;
 }
 
 nlohmann::json PlanDocument(const Plan& plan) {
-  return {{"steps", plan.steps},
+  nlohmann::json document = {{"steps", plan.steps},
           {"seed", plan.seed},
           {"batch", plan.batch},
           {"microbatches", plan.microbatches},
@@ -202,6 +225,8 @@ nlohmann::json PlanDocument(const Plan& plan) {
           {"matmul_precision", MatmulPrecisionName(plan.matmul_precision)},
           {"reduction", ReductionName(plan.reduction)},
           {"checkpoint_every", plan.checkpoint_every}};
+  if (plan.platform == Platform::kCuda) document["collectives"] = CollectivesName(plan.collectives);
+  return document;
 }
 
 }  // namespace dmlp

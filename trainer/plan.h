@@ -1,4 +1,4 @@
-// defines: Plan, Platform, Reduction, MatmulPrecision, ReadPlan, LoadConfigFile,
+// defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, ReadPlan, LoadConfigFile,
 //          PlanFingerprint, PlanDocument
 //
 // One rank's configuration, read strictly from the environment (DESIGN.md
@@ -22,10 +22,12 @@ namespace dmlp {
 enum class Platform { kCpu, kCuda };
 enum class Reduction { kOrdered, kAllreduce };
 enum class MatmulPrecision { kFp32, kTf32 };
+enum class CollectivesKind { kNccl, kGloo };
 
 const char* PlatformName(Platform platform);
 const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
+const char* CollectivesName(CollectivesKind collectives);
 
 struct Plan {
   int64_t steps = 0;           // logged steps (receipts)
@@ -49,10 +51,16 @@ struct Plan {
   int64_t data_shards = 0;     // default NUM_PROCESSES
   MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
   Reduction reduction = Reduction::kOrdered;
+  // PLATFORM=cuda only (COLLECTIVES): NCCL, or Gloo staged through host memory
+  // so that several ranks can share a GPU. The CPU platform always uses Gloo.
+  CollectivesKind collectives = CollectivesKind::kNccl;
   int64_t checkpoint_every = 0;  // 0: off
   bool resume = false;
   std::string job_id;          // which job this rank belongs to (job_identity.h); not in the fingerprint
   std::string job_id_source;   // the variable it came from
+  // Steps hashed at once (DIGEST_THREADS); 0: DefaultDigestThreads. Per rank
+  // and never changes a byte, so it is neither in PlanFingerprint nor in result.json.
+  int64_t digest_threads = 0;
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

@@ -52,6 +52,7 @@ void PrintProfile(const Plan& plan, const Backend& backend, const DigestPipeline
   if (!(flag == "all" || (flag == "1" && plan.process_id == 0))) return;
   nlohmann::json profile = backend.Profile();
   profile["digest_thread"] = digests.hash_seconds();
+  profile["digest_threads"] = digests.hasher_threads();
   profile["train_loop"] = train_seconds;
   profile["startup"] = startup_seconds;
   profile["updates"] = plan.steps * plan.microbatches;
@@ -156,7 +157,8 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                              const uint8_t* image) {
                            return RecordStep(plan, layout, output, rendezvous, step, loss, hash,
                                              image, kill_step);
-                         });
+                         },
+                         DigestThreadsFor(plan));
   DMLP_RETURN_IF_ERROR(digests.Start());
   const auto loop_start = std::chrono::steady_clock::now();
   DMLP_RETURN_IF_ERROR(Train(plan, start.done_steps + 1, *backend, digests));

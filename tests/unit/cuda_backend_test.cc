@@ -169,5 +169,62 @@ TEST_F(CudaBackendTest, LastLossBeforeAnyUpdateIsAnError) {
   EXPECT_EQ(fingerprint["cublas_compute_type"], "CUBLAS_COMPUTE_32F");
 }
 
+// COLLECTIVES=gloo: 2 and 4 ranks (threads) share this one GPU, staging their
+// slices through host memory; with REDUCTION=ordered the collectives only move
+// bytes, so every rank's state equals one rank's bit for bit (and, on a
+// multi-GPU host, the NCCL path's: tests/gpu/run_gpu_checks.sh).
+std::vector<std::vector<uint8_t>> TrainRanksSharingTheGpu(int world_size, Reduction reduction) {
+  std::vector<std::vector<uint8_t>> images(world_size);
+  const int port = testing::FreePort();
+  testing::RunRanks(world_size, [&](int rank) {
+    Plan plan = SmallPlan(4, reduction);
+    plan.num_processes = world_size;
+    plan.process_id = rank;
+    plan.local_rank = rank;  // more local ranks than GPUs: shared with gloo
+    plan.collectives = CollectivesKind::kGloo;
+    auto layout = StateLayout::Create(plan.model);
+    auto rendezvous = Rendezvous::Join(testing::RendezvousTestOptions(port, rank, world_size));
+    ASSERT_TRUE(rendezvous.ok()) << rendezvous.status().ToString();
+    {
+      auto backend = CreateCudaBackend(plan, *layout, **rendezvous);
+      ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+      EXPECT_NE((*backend)->Fingerprint()["collectives"].get<std::string>().find("gloo"),
+                std::string::npos);
+      std::vector<uint8_t> initial(layout->image_bytes(), 0);
+      DMLP_ASSERT_OK(InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())));
+      DMLP_ASSERT_OK((*backend)->LoadState(initial.data()));
+      for (int update = 0; update < 4; ++update) {
+        DMLP_ASSERT_OK((*backend)->Update(1 + update / 2, update % 2));
+        ASSERT_TRUE((*backend)->LastLoss().ok());
+      }
+      auto buffer = (*backend)->AllocateSnapshotBuffer();
+      ASSERT_TRUE(buffer.ok());
+      auto waiter = (*backend)->BeginSnapshot(buffer->get());
+      ASSERT_TRUE(waiter.ok());
+      DMLP_ASSERT_OK((*waiter)());
+      images[rank].assign(buffer->get(), buffer->get() + layout->image_bytes());
+    }
+    EXPECT_TRUE((*rendezvous)->Close().ok());
+  });
+  return images;
+}
+
+TEST_F(CudaBackendTest, GlooRanksSharingOneGpuGiveOneRanksBits) {
+  DMLP_REQUIRE_GPU();
+  const TrainRun one = Train(SmallPlan(4, Reduction::kOrdered), 4);
+  for (int world_size : {2, 4}) {
+    const auto images = TrainRanksSharingTheGpu(world_size, Reduction::kOrdered);
+    for (int rank = 0; rank < world_size; ++rank)
+      EXPECT_TRUE(images[rank] == one.image) << world_size << " ranks, rank " << rank;
+  }
+}
+
+TEST_F(CudaBackendTest, GlooRanksSharingOneGpuAgreeWithAllreduce) {
+  DMLP_REQUIRE_GPU();
+  const auto images = TrainRanksSharingTheGpu(2, Reduction::kAllreduce);
+  ASSERT_FALSE(images[0].empty());
+  EXPECT_TRUE(images[0] == images[1]);
+}
+
 }  // namespace
 }  // namespace dmlp

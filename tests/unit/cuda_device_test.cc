@@ -127,5 +127,16 @@ TEST(CudaDevice, MoreLocalRanksThanGpusIsLayoutInvalid) {
       << "driver older than the runtime should have failed";
 }
 
+TEST(CudaDevice, SharedDevicesWrapAroundTheVisibleOnes) {
+  DMLP_REQUIRE_GPU();
+  const int count = *cuda::VisibleDeviceCount();
+  const Result<cuda::DeviceFacts> shared = cuda::SelectDevice(count, /*share_devices=*/true);
+  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  EXPECT_EQ(shared->index, 0);
+  const Result<cuda::DeviceFacts> next = cuda::SelectDevice(count + 1, true);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->index, 1 % count);
+}
+
 }  // namespace
 }  // namespace dmlp

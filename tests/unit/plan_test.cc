@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+#include "trainer/output/checkpoint.h"
+
 namespace dmlp {
 namespace {
 
@@ -55,7 +57,7 @@ TEST(PlanTest, EveryRequiredVariableIsNamedWhenMissing) {
 
 TEST(PlanTest, OptionalVariablesMayNotBeEmpty) {
   for (const char* name : {"DATA_SHARDS", "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY",
-                           "RESUME", "COORDINATOR_ADDRESS"})
+                           "RESUME", "COORDINATOR_ADDRESS", "DIGEST_THREADS"})
     EXPECT_EQ(ErrorWith(name, ""), std::string("ENV_EMPTY: ") + name);
 }
 
@@ -127,6 +129,56 @@ TEST(PlanTest, AnEnginesPlaceGivesTheSamePlan) {
   slurm.Set("NUM_PROCESSES", "4");
   EXPECT_EQ(ReadPlan(slurm).status().ToString(),
             "ENV_CONFLICT: NUM_PROCESSES=4 and SLURM_NTASKS=2 disagree");
+}
+
+TEST(PlanTest, DigestThreadsArePerRankAndOutsideTheFingerprint) {
+  EXPECT_EQ(ReadPlan(ValidEnv())->digest_threads, 0);  // 0: the default from the CPUs
+  EXPECT_EQ(ErrorWith("DIGEST_THREADS", "0"), "ENV_INVALID: DIGEST_THREADS='0' must be >= 1");
+  EXPECT_EQ(ErrorWith("DIGEST_THREADS", "65"), "ENV_INVALID: DIGEST_THREADS='65' must be <= 64");
+  EXPECT_EQ(ErrorWith("DIGEST_THREADS", "2x"), "ENV_INVALID: DIGEST_THREADS='2x' is not an integer");
+  Environment four = ValidEnv();
+  four.Set("DIGEST_THREADS", "4");
+  Result<Plan> plan = ReadPlan(four);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->digest_threads, 4);
+  // Ranks may hash with different thread counts: it never changes a byte.
+  EXPECT_EQ(PlanFingerprint(*plan), PlanFingerprint(*ReadPlan(ValidEnv())));
+  EXPECT_EQ(PlanDocument(*plan), PlanDocument(*ReadPlan(ValidEnv())));
+}
+
+TEST(PlanTest, CollectivesAreACudaChoiceThatRanksMustShare) {
+  Environment cuda = ValidEnv();
+  cuda.Set("PLATFORM", "cuda");
+  Result<Plan> nccl = ReadPlan(cuda);
+  ASSERT_TRUE(nccl.ok()) << nccl.status().ToString();
+  EXPECT_EQ(nccl->collectives, CollectivesKind::kNccl);  // the default
+  cuda.Set("COLLECTIVES", "gloo");
+  Result<Plan> gloo = ReadPlan(cuda);
+  ASSERT_TRUE(gloo.ok()) << gloo.status().ToString();
+  EXPECT_EQ(gloo->collectives, CollectivesKind::kGloo);
+  // Recorded where ranks compare plans (a mixed job is PLAN_MISMATCH, not a
+  // hang) and in result.json's plan; not where it cannot change a byte.
+  EXPECT_NE(PlanFingerprint(*nccl).find("\ncollectives=nccl\n"), std::string::npos);
+  EXPECT_NE(PlanFingerprint(*gloo).find("\ncollectives=gloo\n"), std::string::npos);
+  EXPECT_EQ(PlanDocument(*nccl)["collectives"], "nccl");
+  EXPECT_EQ(PlanDocument(*gloo)["collectives"], "gloo");
+  EXPECT_EQ(CheckpointFingerprint(*nccl), CheckpointFingerprint(*gloo));
+
+  cuda.Set("COLLECTIVES", "mpi");
+  EXPECT_EQ(ReadPlan(cuda).status().ToString(),
+            "ENV_INVALID: COLLECTIVES='mpi' must be nccl or gloo");
+  cuda.Set("COLLECTIVES", "");
+  EXPECT_EQ(ReadPlan(cuda).status().ToString(), "ENV_EMPTY: COLLECTIVES");
+}
+
+TEST(PlanTest, CollectivesAreRefusedOnTheCpuPlatform) {
+  for (const char* value : {"gloo", "nccl", ""})
+    EXPECT_EQ(ErrorWith("COLLECTIVES", value),
+              "ENV_INVALID: COLLECTIVES applies to PLATFORM=cuda only (PLATFORM=cpu always uses "
+              "gloo)");
+  // Unset, the CPU plan's fingerprint and result.json plan are as before.
+  EXPECT_EQ(PlanFingerprint(*ReadPlan(ValidEnv())).find("collectives"), std::string::npos);
+  EXPECT_FALSE(PlanDocument(*ReadPlan(ValidEnv())).contains("collectives"));
 }
 
 class ConfigFileTest : public ::testing::Test {

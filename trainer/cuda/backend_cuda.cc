@@ -1,6 +1,7 @@
 // The CUDA platform (DESIGN.md, issue 5): one GPU per rank, data generated on
 // the GPU, cuBLAS GEMMs and this platform's kernels per shard (cuda/mlp_cuda.h),
-// the ordered reduction with NCCL moving bytes and cuda/fold.h adding them,
+// the ordered reduction with NCCL (or, with COLLECTIVES=gloo, Gloo staged
+// through host memory: cuda/gloo_staged.h) moving bytes and cuda/fold.h adding them,
 // Adam on the device. Everything of an update runs on one compute stream; the
 // host only enqueues, so Update() returns before the GPU finished, and waits
 // (cuda/stream_wait.h) only in LastLoss, LoadState and the snapshot waiter.
@@ -25,6 +26,7 @@
 #include "trainer/cuda/device_select.h"
 #include "trainer/cuda/fold.h"
 #include "trainer/cuda/gemm_cublas.h"
+#include "trainer/cuda/gloo_staged.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/cuda/nccl_collectives.h"
 #include "trainer/cuda/phase_profile.h"
@@ -78,8 +80,8 @@ class CudaBackend final : public Backend {
   }
 
   ~CudaBackend() override {
-    // Let queued work finish (a peer failure ends the wait) before NCCL and the
-    // buffers go; on any failure the communicator aborts rather than flushes.
+    // Let queued work finish (a peer failure ends the wait) before the
+    // collectives and the buffers go; on any failure NCCL aborts rather than flushes.
     if (!initialized_) return;
     if (broken_.ok()) broken_ = WaitForStream();
     if (comm_ != nullptr && !broken_.ok()) comm_->MarkFailed();
@@ -87,7 +89,8 @@ class CudaBackend final : public Backend {
   }
 
   Status Initialize(Rendezvous& rendezvous) {
-    DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_.local_rank));
+    const bool gloo = plan_.collectives == CollectivesKind::kGloo;
+    DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_.local_rank, /*share_devices=*/gloo));
     DMLP_ASSIGN_OR_RETURN(stream_, CudaStream::Create());
     DMLP_ASSIGN_OR_RETURN(copy_stream_, CudaStream::Create());
     DMLP_ASSIGN_OR_RETURN(
@@ -118,7 +121,9 @@ class CudaBackend final : public Backend {
     DMLP_ASSIGN_OR_RETURN(stream_idle_, CudaEvent::Create());
     DMLP_ASSIGN_OR_RETURN(cublas_version_, cuda::CublasGemm::LibraryVersion());
     DMLP_ASSIGN_OR_RETURN(nccl_version_, cuda::NcclComm::LibraryVersion());
-    if (plan_.num_processes > 1) {
+    if (plan_.num_processes > 1 && gloo) {
+      DMLP_ASSIGN_OR_RETURN(comm_, cuda::GlooStagedCollectives::Connect(rendezvous));
+    } else if (plan_.num_processes > 1) {
       DMLP_ASSIGN_OR_RETURN(
           comm_, cuda::NcclComm::Create(rendezvous,
                                         std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
@@ -145,7 +150,7 @@ class CudaBackend final : public Backend {
             {"reduction", plan_.reduction == Reduction::kOrdered ? "ordered" : "allreduce"},
             {"cublas_workspace_bytes", cuda::kCublasWorkspaceBytes},
             {"nccl", nccl_version_},
-            {"collectives", comm_ ? "nccl" : "none (1 process)"},
+            {"collectives", comm_ ? comm_->Description() : "none (1 process)"},
             {"cuda_env", CudaEnvironment()}};
   }
 
@@ -221,7 +226,7 @@ class CudaBackend final : public Backend {
   /// NCCL's asynchronous error, for waits that may sit behind a collective.
   cuda::PeerCheck Peers() const {
     if (comm_ == nullptr) return nullptr;
-    const cuda::NcclComm* comm = comm_.get();
+    const cuda::DeviceCollectives* comm = comm_.get();
     return [comm] { return comm->CheckAsyncError(); };
   }
 
@@ -332,7 +337,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> receive_, folded_;  // ordered exchange with several ranks
   DeviceBuffer<float> reduced_;           // padded: global gradient, loss sum, zeros
   SnapshotBuffer loss_host_{nullptr, &FreePinned};  // pinned float: the last update's loss sum
-  std::unique_ptr<cuda::NcclComm> comm_;            // null with one process
+  std::unique_ptr<cuda::DeviceCollectives> comm_;  // null with one process
   int32_t count_ = 0;  // Adam count of the state the next update starts from
   int64_t updates_ = 0;
   bool initialized_ = false;  // Initialize() succeeded

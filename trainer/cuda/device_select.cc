@@ -35,14 +35,16 @@ Result<int> VisibleDeviceCount() {
   return count;
 }
 
-Result<DeviceFacts> SelectDevice(int64_t local_rank) {
+Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices) {
   DMLP_ASSIGN_OR_RETURN(const int count, VisibleDeviceCount());
+  if (share_devices && local_rank >= 0) local_rank %= count;
   if (local_rank < 0 || local_rank >= count) {
     return Status::Error("DEVICE_LAYOUT_INVALID",
                          "LOCAL_RANK " + std::to_string(local_rank) + " needs visible GPU " +
                              std::to_string(local_rank) + " but " + std::to_string(count) +
                              " GPU(s) are visible (CUDA_VISIBLE_DEVICES " +
-                             VisibleDevicesSetting() + "); run at most one rank per GPU");
+                             VisibleDevicesSetting() +
+                             "); run at most one rank per GPU, or set COLLECTIVES=gloo to share");
   }
   DeviceFacts facts;
   facts.index = static_cast<int>(local_rank);

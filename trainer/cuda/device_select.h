@@ -2,7 +2,9 @@
 //
 // One GPU per rank: rank with LOCAL_RANK r uses visible device r. A machine
 // without a driver or GPU is a clear CUDA_UNAVAILABLE error, never a crash;
-// fewer visible GPUs than local ranks is DEVICE_LAYOUT_INVALID.
+// fewer visible GPUs than local ranks is DEVICE_LAYOUT_INVALID — unless the
+// ranks may share GPUs (COLLECTIVES=gloo: no NCCL, which refuses two ranks on
+// one device), where rank r uses visible device r % count.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@ namespace dmlp::cuda {
 
 /// What result.json's fingerprint records about the device and the CUDA stack.
 struct DeviceFacts {
-  int index = 0;           // visible device ordinal (= LOCAL_RANK)
+  int index = 0;           // visible device ordinal (LOCAL_RANK, modulo the count when shared)
   std::string name;        // "NVIDIA H200"
   std::string pci_bus_id;  // "0000:19:00.0"
   int sm_count = 0;        // bits are promised per (model, SM count)
@@ -29,9 +31,10 @@ struct DeviceFacts {
 /// is no driver, no device, or the driver is too old for this runtime.
 Result<int> VisibleDeviceCount();
 
-/// Makes device `local_rank` current for the calling thread and describes it.
-/// CUDA_UNAVAILABLE as above; DEVICE_LAYOUT_INVALID when local_rank >= the count.
-Result<DeviceFacts> SelectDevice(int64_t local_rank);
+/// Makes device `local_rank` (`local_rank % count` when `share_devices`) current
+/// for the calling thread and describes it. CUDA_UNAVAILABLE as above;
+/// DEVICE_LAYOUT_INVALID when local_rank >= the count and devices are not shared.
+Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices = false);
 
 /// 12080 -> "12.8", 13000 -> "13.0" (cudaDriverGetVersion's encoding).
 std::string VersionText(int cuda_version);

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "trainer/cuda/device_collectives.h"
 
 namespace dmlp {
 class PeerLoss;
@@ -39,7 +40,7 @@ class Rendezvous;
 
 namespace dmlp::cuda {
 
-class NcclComm {
+class NcclComm final : public DeviceCollectives {
  public:
   /// Joins the communicator of all `rendezvous.world_size()` ranks on the
   /// current device. RENDEZVOUS_TIMEOUT when not every rank joined within
@@ -49,7 +50,7 @@ class NcclComm {
   /// Flushes and destroys the communicator when it is healthy (waiting at most
   /// the heartbeat timeout for peers), aborts it otherwise, so that no kernel
   /// stays blocked on a peer and device memory can be freed.
-  ~NcclComm();
+  ~NcclComm() override;
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
 
@@ -58,19 +59,20 @@ class NcclComm {
   /// shard s at s * stride + q * slice); receive: [rank][local shard][slice],
   /// i.e. global shard order. Self slices are device copies. On `stream`.
   Status AllToAllSlices(const float* partials, size_t local_shards, size_t stride, size_t slice,
-                        float* receive, cudaStream_t stream);
+                        float* receive, cudaStream_t stream) override;
   /// receive[q * count, (q+1) * count) = rank q's send. On `stream`.
-  Status AllGather(const float* send, float* receive, size_t count, cudaStream_t stream);
+  Status AllGather(const float* send, float* receive, size_t count, cudaStream_t stream) override;
   /// In-place element-wise sum over ranks (NCCL's algorithm decides the order). On `stream`.
-  Status AllReduceSum(float* data, size_t count, cudaStream_t stream);
+  Status AllReduceSum(float* data, size_t count, cudaStream_t stream) override;
 
   /// NCCL_ERROR once NCCL reported an asynchronous error (a peer failed, a
   /// connection broke); PEER_LOST once the rendezvous declared a peer lost.
   /// Thread-safe: the snapshot waiter calls it from the hasher thread.
-  Status CheckAsyncError() const;
+  Status CheckAsyncError() const override;
 
   /// Makes the destructor abort instead of finalizing (the rank failed elsewhere).
-  void MarkFailed() { failed_.store(true); }
+  void MarkFailed() override { failed_.store(true); }
+  std::string Description() const override { return "nccl"; }
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }

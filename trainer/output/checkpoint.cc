@@ -77,6 +77,9 @@ std::string CheckpointFingerprint(const Plan& plan) {
   normalized.steps = 1;
   normalized.checkpoint_every = 0;
   normalized.resume = false;
+  // Which library moved the bytes does not change them (ordered), and with
+  // allreduce the bits depend on NUM_PROCESSES too, which is normalized above.
+  normalized.collectives = CollectivesKind::kNccl;
   return PlanFingerprint(normalized);
 }
 

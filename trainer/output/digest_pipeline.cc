@@ -1,13 +1,37 @@
 #include "trainer/output/digest_pipeline.h"
 
+#include <algorithm>
 #include <chrono>
+
+#include <sched.h>
 
 #include "common/state_digest.h"
 
 namespace dmlp {
 
-DigestPipeline::DigestPipeline(Backend& backend, size_t image_bytes, Sink sink)
-    : backend_(backend), image_bytes_(image_bytes), sink_(std::move(sink)) {}
+int DefaultDigestThreads(int cpus, int64_t ranks_on_host) {
+  // Half of a rank's CPUs: measured on the 2-core development machine, a
+  // second hasher per rank bought nothing on the CPU platform (the GEMMs use
+  // every core and the digest keeps up with one), while on a GPU host the
+  // compute needs little CPU and the hashers must keep up with the device.
+  // 8 is where SHA-NI hashers keep up with a step of a few ms (bench/digest_bench).
+  const int64_t per_rank = std::max<int64_t>(1, cpus / std::max<int64_t>(1, ranks_on_host));
+  return static_cast<int>(std::clamp<int64_t>(per_rank / 2, 1, 8));
+}
+
+int DigestThreadsFor(const Plan& plan) {
+  if (plan.digest_threads > 0) return static_cast<int>(plan.digest_threads);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int available = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return DefaultDigestThreads(available, plan.num_processes);
+}
+
+DigestPipeline::DigestPipeline(Backend& backend, size_t image_bytes, Sink sink, int hasher_threads)
+    : backend_(backend),
+      image_bytes_(image_bytes),
+      sink_(std::move(sink)),
+      hasher_threads_(std::max(1, hasher_threads)) {}
 
 DigestPipeline::~DigestPipeline() {
   {
@@ -15,44 +39,50 @@ DigestPipeline::~DigestPipeline() {
     stopping_ = true;
     changed_.notify_all();
   }
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& hasher : hashers_) hasher.join();
 }
 
 Status DigestPipeline::Start() {
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i <= hasher_threads_; ++i) {
     DMLP_ASSIGN_OR_RETURN(SnapshotBuffer buffer, backend_.AllocateSnapshotBuffer());
     buffers_.push_back(std::move(buffer));
   }
-  worker_ = std::thread([this] { WorkerLoop(); });
+  busy_.assign(buffers_.size(), false);
+  for (int i = 0; i < hasher_threads_; ++i) hashers_.emplace_back([this] { HasherLoop(); });
   return Status::Ok();
 }
 
 Status DigestPipeline::Submit(int64_t step, std::string loss) {
   int buffer = 0;
+  uint64_t sequence = 0;
   {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return !failure_.ok() || !busy_[next_buffer_]; });
+    auto free_buffer = [&] { return std::find(busy_.begin(), busy_.end(), false); };
+    changed_.wait(lock, [&] { return !failure_.ok() || free_buffer() != busy_.end(); });
     if (!failure_.ok()) return failure_;
-    buffer = next_buffer_;
+    buffer = static_cast<int>(free_buffer() - busy_.begin());
     busy_[buffer] = true;
-    next_buffer_ = 1 - next_buffer_;
+    sequence = next_sequence_++;
   }
-  // The backend is driven from this (the main) thread only; the worker only waits.
+  // The backend is driven from this (the main) thread only; the hashers only wait.
   Result<SnapshotWaiter> waiter = backend_.BeginSnapshot(buffers_[buffer].get());
   std::unique_lock lock(mutex_);
   if (!waiter.ok()) {
-    busy_[buffer] = false;
-    if (failure_.ok()) failure_ = waiter.status();
+    // Queued as a failed job so that it takes its turn: the steps before it
+    // still reach the sink, and the sequence stays without holes.
+    RecordFailure(sequence, waiter.status());
+    queue_.push_back(Job{step, std::move(loss), buffer, sequence, nullptr});
+    changed_.notify_all();
     return failure_;
   }
-  queue_.push_back(Job{step, std::move(loss), buffer, std::move(*waiter)});
+  queue_.push_back(Job{step, std::move(loss), buffer, sequence, std::move(*waiter)});
   changed_.notify_all();
   return Status::Ok();
 }
 
 Status DigestPipeline::Drain() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return !failure_.ok() || (queue_.empty() && !busy_[0] && !busy_[1]); });
+  changed_.wait(lock, [&] { return next_to_sink_ == next_sequence_; });
   return failure_;
 }
 
@@ -61,7 +91,28 @@ double DigestPipeline::hash_seconds() const {
   return hash_seconds_;
 }
 
-void DigestPipeline::WorkerLoop() {
+void DigestPipeline::RecordFailure(uint64_t sequence, const Status& status) {
+  if (sequence >= failed_sequence_) return;
+  failed_sequence_ = sequence;
+  failure_ = status;
+}
+
+Status DigestPipeline::HashJob(const Job& job, std::string& digest) {
+  {
+    std::unique_lock lock(mutex_);
+    if (job.sequence >= failed_sequence_) return Status::Ok();  // dropped: no need to hash
+  }
+  Status copied = job.waiter();
+  if (!copied.ok()) return copied.WithContext("digest of step " + std::to_string(job.step));
+  const auto start = std::chrono::steady_clock::now();
+  digest = DigestStateStep(buffers_[job.buffer].get(), image_bytes_);
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  std::unique_lock lock(mutex_);
+  hash_seconds_ += spent.count();
+  return Status::Ok();
+}
+
+void DigestPipeline::HasherLoop() {
   while (true) {
     Job job;
     {
@@ -71,25 +122,24 @@ void DigestPipeline::WorkerLoop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    Status status = job.waiter();
+    // Jobs are taken in sequence order, so every job before this one is held
+    // by another hasher that gets to the sink without waiting for this one.
     std::string digest;
-    if (status.ok()) {
-      auto start = std::chrono::steady_clock::now();
-      digest = DigestStateStep(buffers_[job.buffer].get(), image_bytes_);
-      std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+    Status status = job.waiter ? HashJob(job, digest) : Status::Ok();
+    bool sink = false;
+    {
       std::unique_lock lock(mutex_);
-      hash_seconds_ += spent.count();
+      if (!status.ok()) RecordFailure(job.sequence, status);
+      changed_.wait(lock, [&] { return next_to_sink_ == job.sequence; });
+      sink = job.sequence < failed_sequence_;
     }
-    if (status.ok()) status = sink_(job.step, job.loss, digest, buffers_[job.buffer].get());
+    if (sink) status = sink_(job.step, job.loss, digest, buffers_[job.buffer].get());
     std::unique_lock lock(mutex_);
+    if (sink && status.ok()) last_buffer_ = job.buffer;
+    if (sink && !status.ok()) RecordFailure(job.sequence, status);
     busy_[job.buffer] = false;
-    last_buffer_ = job.buffer;
-    if (!status.ok() && failure_.ok()) failure_ = status;
+    ++next_to_sink_;
     changed_.notify_all();
-    if (!failure_.ok()) {
-      queue_.clear();
-      return;
-    }
   }
 }
 

@@ -111,6 +111,25 @@ class Determinism(JobTestCase):
         for key in ((1, 2), (1, 3), (2, 2)):
             self.assertSameBytes(runs[1, 1], runs[key])
 
+    def test_digest_threads_do_not_change_a_byte(self):
+        # K hashers overtake each other; receipts, checkpoints and the summary
+        # must still be written as with one (trainer/output/digest_pipeline.h).
+        runs, port = {}, free_port()  # one port: result.json records it
+        for threads in (1, 2, 4):
+            out = self.scratch / f"k{threads}"
+            result = launch(out, 2, DIGEST_THREADS=threads, STEPS=9, CHECKPOINT_EVERY=2,
+                            COORDINATOR_PORT=port)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            runs[threads] = out
+        names = ("metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl", "state.safetensors",
+                 "checkpoint-00000006.safetensors", "checkpoint-00000008.safetensors")
+        for threads in (2, 4):
+            self.assertSameBytes(runs[1], runs[threads], names)
+            self.assertEqual(
+                (runs[1] / "result.json").read_text().replace(str(runs[1]), "OUT"),
+                (runs[threads] / "result.json").read_text().replace(str(runs[threads]), "OUT"))
+        self.assertPass(runs[4], "--against", str(runs[1]))
+
     def test_ranks_agree_with_allreduce_too(self):
         out = self.scratch / "run"
         self.assertEqual(launch(out, 2, REDUCTION="allreduce").returncode, 0)
@@ -208,6 +227,13 @@ class Failures(JobTestCase):
         result = run([TRAIN], env)
         self.assertEqual(result.stderr,
                          "dmlp-train: error: ENV_INVALID: BATCH must be divisible by NUM_PROCESSES\n")
+        self.assertFalse((self.scratch / "run").exists())
+
+    def test_collectives_are_refused_on_the_cpu_platform(self):
+        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, COLLECTIVES="gloo"))
+        self.assertEqual((result.returncode, result.stderr),
+                         (2, "dmlp-train: error: ENV_INVALID: COLLECTIVES applies to PLATFORM=cuda "
+                             "only (PLATFORM=cpu always uses gloo)\n"))
         self.assertFalse((self.scratch / "run").exists())
 
     def test_unavailable_platform_is_a_clear_error_and_leaves_no_receipts(self):
