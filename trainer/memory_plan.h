@@ -26,7 +26,8 @@ struct MemoryNeed {
   uint64_t device_bytes = 0;
 };
 
-/// The digest pipeline's host copies of the state image (trainer/output/digest_pipeline.h).
+/// The digest pipeline's host copies of the state image with one hasher
+/// (DIGEST_THREADS=1: K + 1 = 2; trainer/output/digest_pipeline.h).
 inline constexpr int64_t kDefaultSnapshotBuffers = 2;
 
 /// The peak bytes of `plan` on its platform with `snapshot_buffers` host images.

@@ -181,7 +181,8 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   const auto started = std::chrono::steady_clock::now();
   // Before anything is allocated or created in OUT_DIR: even the layout of an
   // absurd plan (LAYERS=2000000000) would take gigabytes and seconds.
-  DMLP_RETURN_IF_ERROR(CheckPlanMemory(plan, kDefaultSnapshotBuffers));
+  // The digest pipeline holds DIGEST_THREADS + 1 snapshots (digest_pipeline.h).
+  DMLP_RETURN_IF_ERROR(CheckPlanMemory(plan, DigestThreadsFor(plan) + 1));
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
   DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
   // Only look before the rendezvous (a refusal costs no rendezvous and leaves
