@@ -68,12 +68,7 @@ Result<int> CreateExclusive(const std::string& path, const std::string& exists_c
   return ErrnoStatus("IO_ERROR", "create " + path);
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    return ErrnoStatus("IO_ERROR", "open " + path);
-  }
+Result<std::string> ReadFdToString(int fd, const std::string& path) {
   std::string contents;
   char buffer[1 << 16];
   while (true) {
@@ -89,6 +84,15 @@ Result<std::string> ReadFileToString(const std::string& path) {
   }
   ::close(fd);
   return contents;
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
+    return ErrnoStatus("IO_ERROR", "open " + path);
+  }
+  return ReadFdToString(fd, path);
 }
 
 }  // namespace dmlp

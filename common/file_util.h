@@ -1,4 +1,5 @@
-// defines: WriteFileAtomically, CreateExclusive, WriteAll, ReadFileToString, FsyncDirectory
+// defines: WriteFileAtomically, CreateExclusive, WriteAll, ReadFdToString, ReadFileToString,
+//          FsyncDirectory
 //
 // File primitives with the durability and safety rules dmlp's outputs need:
 // finished files appear whole or not at all (temporary, fsync, rename, fsync
@@ -26,6 +27,8 @@ Status WriteFileAtomically(const std::string& path, std::initializer_list<std::s
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code);
 /// write() until done, retrying EINTR; IO_ERROR naming `what` otherwise.
 Status WriteAll(int fd, std::string_view data, const std::string& what);
+/// Everything left to read from `fd`, which it closes; IO_ERROR naming `path` otherwise.
+Result<std::string> ReadFdToString(int fd, const std::string& path);
 /// Whole file contents; NOT_FOUND when absent, IO_ERROR otherwise.
 Result<std::string> ReadFileToString(const std::string& path);
 /// fsync of the directory holding `path` so a rename or create is durable.

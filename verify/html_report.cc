@@ -38,16 +38,6 @@ svg{width:100%;height:auto;display:block}.plot{fill:#fbfcfd;stroke:#c9d1d9}
 std::string Cell(const std::string& text) { return "<td>" + text + "</td>"; }
 std::string Row(const std::string& name, const std::string& value) { return "<tr><th>" + name + "</th>" + Cell(value) + "</tr>"; }
 
-std::string GroupsText(const std::vector<std::vector<int64_t>>& groups) {
-  std::string text;
-  for (const auto& group : groups) {
-    text += text.empty() ? "{" : " {";
-    for (size_t i = 0; i < group.size(); ++i) text += (i ? "," : "") + std::to_string(group[i]);
-    text += "}";
-  }
-  return text;
-}
-
 std::string DiffersIn(const std::string& what) {
   if (what == "both") return "the loss and the digest (params_sha256)";
   if (what == "params_sha256") return "the digest (params_sha256) only";

@@ -19,16 +19,6 @@ struct Source {
   bool At(int64_t step) const { return has_head && head.step == step; }
 };
 
-std::string GroupsText(const std::vector<std::vector<int64_t>>& groups) {
-  std::string text;
-  for (const auto& group : groups) {
-    text += text.empty() ? "{" : " {";
-    for (size_t i = 0; i < group.size(); ++i) text += (i ? "," : "") + std::to_string(group[i]);
-    text += "}";
-  }
-  return text;
-}
-
 class Merge {
  public:
   Merge(std::vector<Source>& ranks, Source* metrics, ReceiptSetSummary& summary, FindingSink& sink,
@@ -204,6 +194,16 @@ void CheckCounts(ReceiptSetSummary& summary, const std::vector<Source>& ranks,
 }
 
 }  // namespace
+
+std::string GroupsText(const std::vector<std::vector<int64_t>>& groups) {
+  std::string text;
+  for (const auto& group : groups) {
+    text += text.empty() ? "{" : " {";
+    for (size_t i = 0; i < group.size(); ++i) text += (i ? "," : "") + std::to_string(group[i]);
+    text += "}";
+  }
+  return text;
+}
 
 const std::optional<Receipt>& ReceiptSetSummary::LastRecord() const {
   static const std::optional<Receipt> kNone;

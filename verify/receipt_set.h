@@ -1,4 +1,4 @@
-// defines: Divergence, ReceiptSet, ReceiptSetSummary, CheckReceiptSet
+// defines: Divergence, ReceiptSet, ReceiptSetSummary, CheckReceiptSet, GroupsText
 //
 // All receipt files of one run read in lockstep, merged by step: at every step
 // the ranks that have it must agree on params_sha256 and loss, and
@@ -41,6 +41,8 @@ struct ReceiptSetSummary {
   const std::optional<Receipt>& LastRecord() const;
 };
 
+/// Rank groups as people read them: "{0,1,3} {2}".
+std::string GroupsText(const std::vector<std::vector<int64_t>>& groups);
 /// Reads the given rank files (rank -> name) and metrics.jsonl (when `read_metrics`),
 /// feeding `trace` (when not null) step by step.
 /// REQUIRES: every name is a canonical rank file name of `dir`. IO_ERROR on read failure.

@@ -5,6 +5,7 @@
 // stopped rank declared lost by the liveness monitor.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -242,17 +243,46 @@ TEST(PeerLossTest, HooksRunOnceAndLateHooksRunAtOnce) {
 // Rank 1 (a forked process, so that it can really be stopped) is SIGSTOPped
 // while rank 0 waits on it: rank 0 must get PEER_LOST from the liveness rule,
 // not wait forever (its own wait's bound is long here: 60 s).
+// The forked rank ends with the test whichever way the test ends (a failed
+// ASSERT returns early): a rank left behind would keep ctest's output pipe
+// open and turn a failure into a two-minute timeout.
+class ChildRank {
+ public:
+  explicit ChildRank(pid_t pid) : pid_(pid) {}
+  ~ChildRank() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  ChildRank(const ChildRank&) = delete;
+  ChildRank& operator=(const ChildRank&) = delete;
+  /// Kills and reaps it now; true when it was reaped.
+  bool KillAndReap() {
+    kill(pid_, SIGKILL);
+    const bool reaped = waitpid(pid_, nullptr, 0) == pid_;
+    pid_ = -1;
+    return reaped;
+  }
+
+ private:
+  pid_t pid_;
+};
+
 TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
   const int port = FreePort();
+  const pid_t parent = getpid();
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    // Dies with the test process, even if that is killed.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(12);
     auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 2));
     if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) _exit(10);
     if (!(*joined)->Set("monitoring", "").ok()) _exit(11);
     pause();  // stopped here by the parent, then killed
     _exit(0);
   }
+  ChildRank rank1(child);
   auto joined = Rendezvous::Join(JobOptions(port, 0, 2, "job-A", "BATCH=16\nSEED=1", 2));
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
   ASSERT_TRUE((*joined)->StartPeerMonitor().ok());
@@ -266,9 +296,7 @@ TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
   EXPECT_EQ((*joined)->peer_loss()->failure().ToString(),
             "PEER_LOST: rank 1: silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
   EXPECT_FALSE(waited.ok());
-  kill(child, SIGKILL);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(rank1.KillAndReap());
 }
 
 // The whole job (both ranks, monitors and coordinator) stopped for 3 x the

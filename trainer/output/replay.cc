@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/file_util.h"
 #include "common/receipt_reader.h"
 
 namespace dmlp {
@@ -26,21 +27,7 @@ bool IsReceiptFileName(const std::string& name) {
 
 Result<std::string> ReadAll(const OutDir& dir, const std::string& name) {
   DMLP_ASSIGN_OR_RETURN(int fd, dir.OpenForReading(name));
-  std::string contents;
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t got = ::read(fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      Status status = Status::Error("IO_ERROR", "read " + dir.PathOf(name) + ": " + std::strerror(errno));
-      ::close(fd);
-      return status;
-    }
-    if (got == 0) break;
-    contents.append(buffer, static_cast<size_t>(got));
-  }
-  ::close(fd);
-  return contents;
+  return ReadFdToString(fd, dir.PathOf(name));
 }
 
 /// Complete, strict receipt lines of a file in step order 1, 2, ...; a missing
