@@ -139,6 +139,9 @@ for argument in "$@"; do
 done
 [[ ${#parts[@]} -gt 0 ]] || parts=(trixie cuda12)
 if [[ $(id -u) -ne 0 ]]; then echo "rehearse: needs root (debootstrap, chroot, mounts)" >&2; exit 2; fi
+mkdir -p "$cache"
+exec 9>"$cache/lock"  # one rehearsal at a time: both use the root, and the clean-up checks it
+if ! flock -n 9; then echo "rehearse: another rehearsal is running ($cache/lock)" >&2; exit 2; fi
 
 failed=""
 fail() { failed=${failed:-$1}; say "FAILED: $1"; }
@@ -199,11 +202,13 @@ in_root() {
       exit "$status"'
 }
 
-copy_sources() {  # the context a docker build gets: the tree less .dockerignore's (no .git, builds)
-  rm -rf "$root/src/dmlp"
-  mkdir -p "$root/src/dmlp"
+# copy_sources DIR: the tree as a docker build context gets it (no .git, no
+# builds: git's tracked and unignored files) into DIR of the root.
+copy_sources() {
+  rm -rf "${root:?}/$1"
+  mkdir -p "$root/$1"
   (cd "$repo" && git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) |
-    tar -C "$root/src/dmlp" -xf -
+    tar -C "$root/$1" -xf -
 }
 
 root_setup() {
@@ -275,7 +280,7 @@ for part in "${parts[@]}"; do
       section "Debian 13 root, the Dockerfile's build stage with g++-13"
       timed "root (debootstrap, cached in $root)" make_root
       if [[ -z "$failed" ]]; then
-        copy_sources
+        copy_sources src/dmlp
         timed "packages (tools/install-deps.sh --build) and GoogleTest with g++-13" root_setup
         print_root_versions || true
       fi
@@ -288,9 +293,9 @@ for part in "${parts[@]}"; do
         timed "host sources with $(command -v g++)" "$repo/tools/rehearse.sh" --cuda-host g++ "$wheels/unpacked"
       fi
       if [[ -z "$failed" && -x "$root/usr/bin/g++-13" ]]; then
-        copy_sources
+        copy_sources src/dmlp-cuda12
         timed "host sources with g++-13 in the Debian 13 root" \
-          in_root --wheels "cd /src/dmlp && tools/rehearse.sh --cuda-host g++-13 /wheels"
+          in_root --wheels "cd /src/dmlp-cuda12 && tools/rehearse.sh --cuda-host g++-13 /wheels"
       elif [[ -z "$failed" ]]; then
         say "no Debian 13 root yet: g++-13 skipped (run the trixie part first)"
       fi
