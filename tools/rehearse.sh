@@ -100,7 +100,8 @@ cuda_host() {
     object="$scratch/$(echo "$source" | tr / _).o"
     echo "  $source"
     "$cxx" "${flags[@]}" "${includes[@]}" -c "$source" -o "$object"
-    objects+=("$object")
+    # Programs (a main) are compiled, not put into the shared object.
+    grep -qE '^int main\(' "$source" || objects+=("$object")
   done
   # dmlp's own symbols stay undefined in the shared object (its other
   # libraries and the .cu launchers); every cuda*/cublas*/nccl* one must be
