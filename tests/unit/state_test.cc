@@ -118,7 +118,7 @@ TEST_F(StateFileTest, RoundTripKeepsDigestsAndTheDataSectionIsTheImage) {
   EXPECT_EQ(index->data_offset % 8, 0u);
   std::string contents = *ReadFileToString(path_);
   EXPECT_EQ(Sha256Hex(contents.data() + index->data_offset, index->data_size),
-            vector_["params_sha256"]);
+            vector_["params_sha256"].get<std::string>());
   Result<std::vector<uint8_t>> loaded = LoadStateImage(path_, layout);
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(*loaded, image);
