@@ -12,10 +12,13 @@
 #    tools/install-deps.sh --build installs the packages, then the Dockerfile's
 #    build-stage RUN lines, read from the Dockerfile, run as written (they call
 #    tools/image-build.sh) with the image's compiler, g++-13, and
-#    DMLP_IMAGE_CMAKE_ARGS="-DDMLP_CUDA=OFF -DDMLP_WERROR=ON" plus a GoogleTest
-#    built from Debian's sources with g++-13: Debian 13's libgtest is built by
-#    GCC 14 and does not link with g++-13 (__cxa_call_terminate). So every
-#    object, GoogleTest's included, is g++-13's, and ctest runs on that build.
+#    DMLP_IMAGE_CMAKE_ARGS="-DDMLP_CUDA=OFF -DDMLP_WERROR=ON"; ctest runs on
+#    that build. Every object of the project is g++-13's; the programs link
+#    against the system's libstdc++ (GCC 14's, what the loader runs them with
+#    anyway), because Debian 13's C++ libraries (Gloo, GoogleTest) are built
+#    by GCC 14 and need it (__cxa_call_terminate@CXXABI_1.3.15), which
+#    g++-13's own libstdc++ lacks. On the image's Ubuntu 24.04 those libraries
+#    are GCC 13's, so there the question does not arise.
 #    The root has no CUDA: the CUDA platform is part 2.
 # 2. cuda12: the CUDA platform's host sources (the .cc files whose includes
 #    reach cuBLAS, cudart, cuRAND or NCCL headers) compiled with -Werror
@@ -43,9 +46,12 @@ cuda12_wheels=(nvidia-cublas-cu12==12.8.4.1 nvidia-cuda-runtime-cu12==12.8.90
                nvidia-cuda-cccl-cu12==12.8.90 nvidia-curand-cu12==10.3.9.90
                nvidia-nccl-cu12==2.25.1)
 # What the root needs beyond tools/install-deps.sh --build: the image's
-# compiler, GoogleTest's sources, ccache.
-root_extras=(g++-13 googletest ccache)
-gtest_prefix=/opt/googletest-g++-13
+# compiler and ccache.
+root_extras=(g++-13 ccache)
+# A folder holding only libstdc++.so, pointing at the system's runtime
+# libstdc++.so.6: first in g++-13's link search path (LDFLAGS), it replaces
+# g++-13's own libstdc++ at link time and nothing else (libgcc stays g++-13's).
+system_libstdcxx=/opt/system-libstdc++
 
 say() { printf 'rehearse: %s\n' "$*"; }
 section() { printf '\n== rehearse: %s ==\n' "$*"; }
@@ -219,15 +225,8 @@ root_setup() {
     tools/install-deps.sh --build
     missing=\$(for p in $extras; do dpkg-query -W -f='\${Status}' \$p 2>/dev/null | grep -q 'ok installed' || echo \$p; done)
     if [ -n \"\$missing\" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \$missing >/dev/null; fi
-    if [ ! -f $gtest_prefix/.built-from-\$(dpkg-query -W -f='\${Version}' googletest) ]; then
-      rm -rf $gtest_prefix /tmp/googletest-build
-      cmake -S /usr/src/googletest -B /tmp/googletest-build -DCMAKE_CXX_COMPILER=g++-13 \
-        -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$gtest_prefix >/dev/null
-      cmake --build /tmp/googletest-build -j$jobs >/dev/null
-      cmake --install /tmp/googletest-build >/dev/null
-      rm -rf /tmp/googletest-build
-      touch $gtest_prefix/.built-from-\$(dpkg-query -W -f='\${Version}' googletest)
-    fi"
+    mkdir -p $system_libstdcxx
+    ln -sfn /usr/lib/\$(gcc-13 -print-multiarch)/libstdc++.so.6 $system_libstdcxx/libstdc++.so"
 }
 
 print_root_versions() {
@@ -235,7 +234,8 @@ print_root_versions() {
     echo \"compiler: \$(g++-13 --version | head -n 1)\"
     echo \"cmake: \$(cmake --version | head -n 1)\"
     dpkg-query -W -f='\${Package} \${Version}\n' libgloo-dev libyaml-cpp-dev libcli11-dev \
-      libgtest-dev googletest libblis-openmp-dev nlohmann-json3-dev libssl-dev python3 | sed 's/^/package: /'"
+      libgtest-dev libblis-openmp-dev nlohmann-json3-dev libssl-dev libstdc++6 python3 | sed 's/^/package: /'
+    echo \"links against: \$(readlink -f $system_libstdcxx/libstdc++.so) (the system's runtime libstdc++)\""
 }
 
 # The Dockerfile's build stage, RUN by RUN, as it is written there.
@@ -251,7 +251,8 @@ for run in runs:
     print("echo", shlex.quote("+ RUN " + run) + "; /bin/sh -c", shlex.quote(run))' "$repo/Dockerfile")
   in_root "
     export CC=gcc-13 CXX=g++-13 DMLP_JOBS=$jobs
-    export DMLP_IMAGE_CMAKE_ARGS='-DDMLP_CUDA=OFF -DDMLP_WERROR=ON -DCMAKE_PREFIX_PATH=$gtest_prefix'
+    export DMLP_IMAGE_CMAKE_ARGS='-DDMLP_CUDA=OFF -DDMLP_WERROR=ON'
+    export LDFLAGS=-L$system_libstdcxx  # CMake's initial linker flags: executables and shared objects
     export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_DIR=/var/cache/dmlp-ccache
     cd /src/dmlp  # the Dockerfile's WORKDIR
     $runs"
@@ -282,7 +283,7 @@ for part in "${parts[@]}"; do
       timed "root (debootstrap, cached in $root)" make_root
       if [[ -z "$failed" ]]; then
         copy_sources src/dmlp
-        timed "packages (tools/install-deps.sh --build) and GoogleTest with g++-13" root_setup
+        timed "packages (tools/install-deps.sh --build) and g++-13" root_setup
         print_root_versions || true
       fi
       if [[ -z "$failed" ]]; then timed "image build stage (Dockerfile RUN lines)" image_build_in_root; fi
