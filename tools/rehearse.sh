@@ -81,6 +81,36 @@ cuda_host_sources() {
   done
 }
 
+# project_cxx_flags CXX DIR: the flags, one a line, that CMake compiles the
+# CUDA library's host sources with (Release, as the image, with -Werror),
+# taken from compile_commands.json of a configure-only run in DIR, so that
+# they cannot drift from CMakeLists.txt. The wheels hold no nvcc, so the run
+# is -DDMLP_CUDA=OFF, where the stub stands in for the CUDA library and gets
+# the same target flags and includes (CUDA's are added by the caller).
+project_cxx_flags() {
+  local cxx=$1 dir=$2
+  if ! cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_COMPILER_LAUNCHER= \
+       -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DDMLP_CUDA=OFF \
+       -DDMLP_WERROR=ON -DDMLP_BUILD_TESTS=OFF -DDMLP_BUILD_BENCH=OFF >"$dir.log" 2>&1; then
+    cat "$dir.log" >&2
+    return 1
+  fi
+  python3 - "$dir/compile_commands.json" <<'EOF'
+import json, shlex, sys
+for entry in json.load(open(sys.argv[1])):
+    if entry["file"].endswith("/trainer/cuda/backend_cuda_stub.cc"):
+        words = shlex.split(entry["command"])[1:]  # without the compiler
+        while words:
+            word = words.pop(0)
+            if word in ("-o", "-c"):
+                words.pop(0)  # the object and the source are the caller's
+            else:
+                print(word)
+        sys.exit(0)
+sys.exit("no compile command for trainer/cuda/backend_cuda_stub.cc in " + sys.argv[1])
+EOF
+}
+
 cuda_host() {
   local cxx=$1 unpacked=$2 scratch source object
   cd "$repo"
@@ -96,10 +126,12 @@ cuda_host() {
   for library in cublas cudart nccl; do
     ln -s "$(find "${libdirs[@]}" -name "lib$library.so.*" | sort | head -n 1)" "$scratch/lib/lib$library.so"
   done
-  # CMakeLists.txt's flags for C++ (and its GCC 12 -Wrestrict exception), -Werror.
-  local -a flags=(-std=c++20 -fPIC -Wall -Wextra -Wpedantic -ffp-contract=off
-                  -Wno-missing-field-initializers -Werror -I. "-DDMLP_SOURCE_DIR=\"$repo/\"")
-  if [[ $("$cxx" -dumpversion | cut -d. -f1) -lt 13 ]]; then flags+=(-Wno-restrict); fi
+  # The project's own flags, -Werror among them, as CMake gives them; the
+  # define that trainer/cuda.cmake adds for this library only; -fPIC.
+  local -a flags=()
+  mapfile -t flags < <(project_cxx_flags "$cxx" "$scratch/configure")
+  if [[ ${#flags[@]} -eq 0 ]]; then rm -rf "$scratch"; return 1; fi
+  flags+=(-fPIC "-DDMLP_SOURCE_DIR=\"$repo/\"")
   mapfile -t sources < <(cuda_host_sources)
   echo "cuda12: $("$cxx" --version | head -n 1): ${#sources[@]} host sources"
   for source in "${sources[@]}"; do
