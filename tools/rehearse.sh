@@ -42,9 +42,12 @@ wheels=$cache/wheels
 jobs=${DMLP_JOBS:-$(nproc)}
 mirror=${DMLP_REHEARSAL_MIRROR:-http://deb.debian.org/debian}
 # PyPI's CUDA 12.8 and NCCL 2.25.1: what nvidia/cuda:12.8.1-devel-ubuntu24.04 holds.
+# cuda-nvcc: the crt/ headers that cuda_runtime_api.h includes ship with the
+# compiler (the wheel holds them and ptxas, but no nvcc); without it a machine
+# with CUDA in /usr/include silently lends its own crt/ headers.
 cuda12_wheels=(nvidia-cublas-cu12==12.8.4.1 nvidia-cuda-runtime-cu12==12.8.90
                nvidia-cuda-cccl-cu12==12.8.90 nvidia-curand-cu12==10.3.9.90
-               nvidia-nccl-cu12==2.25.1)
+               nvidia-cuda-nvcc-cu12==12.8.93 nvidia-nccl-cu12==2.25.1)
 # What the root needs beyond tools/install-deps.sh --build: the image's
 # compiler and ccache.
 root_extras=(g++-13 ccache)
@@ -117,7 +120,7 @@ cuda_host() {
   scratch=$(mktemp -d)
   local -a includes=() libdirs=() objects=() sources=()
   local part
-  for part in cuda_runtime cublas curand nccl cuda_cccl; do
+  for part in cuda_runtime cublas curand nccl cuda_cccl cuda_nvcc; do
     includes+=(-isystem "$unpacked/nvidia/$part/include")
     [[ -d "$unpacked/nvidia/$part/lib" ]] && libdirs+=("$unpacked/nvidia/$part/lib")
   done
