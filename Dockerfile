@@ -9,7 +9,8 @@
 # Stages: `base` (CUDA devel image + packages) is shared; `build` compiles and
 # runs the CPU test suite; the final image is `base` plus the installed
 # programs, without the build tree. Every RUN below is a command CI also runs
-# (tools/test-all.sh, tools/install-deps.sh --build; see README "Docker").
+# (tools/test-all.sh, tools/install-deps.sh --build; see README "Docker"), and
+# tools/rehearse.sh runs the build stage's RUN lines as they are written here.
 
 FROM nvidia/cuda:12.8.1-devel-ubuntu24.04 AS base
 # Packages: exactly spec.json's image.apt (= tools/install-deps.sh --build).
@@ -36,18 +37,13 @@ RUN apt-get update \
 FROM base AS build
 WORKDIR /src/dmlp
 COPY . .
-# Release for both GPU targets. DMLP_CUDA=ON fails the configure step when
-# nvcc is missing instead of building the CPU-only stub. No -Werror here:
-# warnings are CI's business (Debian 12, GCC 12); a new GCC or nvcc warning
-# must not stop an image build. Benchmarks are not part of the image.
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDMLP_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="89;90" -DDMLP_BUILD_BENCH=OFF \
- && cmake --build build -j"$(nproc)"
-# The CPU test suite, all of it: a build container has no GPU, so the CUDA
-# unit tests skip themselves (GTEST_SKIP); everything else must pass.
-RUN ctest --test-dir build --output-on-failure -j"$(nproc)"
-RUN cmake --install build --prefix /opt/dmlp \
-  && install -D -m 0755 run.sh /opt/dmlp/share/dmlp/run.sh
+# Configure Release for sm_89 and sm_90 with the CUDA platform required, build,
+# run the CPU test suite (all of it; the CUDA unit tests skip themselves
+# without a GPU), install. tools/image-build.sh holds the commands, so that
+# tools/rehearse.sh runs these same RUN lines in a Debian 13 root with GCC 13.
+RUN tools/image-build.sh build
+RUN tools/image-build.sh test
+RUN tools/image-build.sh install /opt/dmlp
 
 FROM base
 COPY --from=build /opt/dmlp/ /usr/local/

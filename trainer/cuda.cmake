@@ -69,7 +69,8 @@ if(DMLP_HAVE_CUDA)
   target_include_directories(dmlp_backend_cuda SYSTEM PUBLIC ${DMLP_NCCL_INCLUDE_DIR})
   target_link_libraries(dmlp_backend_cuda PUBLIC
     dmlp_common dmlp_trainer_math dmlp_rendezvous dmlp_collectives_gloo
-    CUDA::cudart CUDA::cublas ${DMLP_NCCL_LIBRARY})
+    CUDA::cudart CUDA::cublas ${DMLP_NCCL_LIBRARY} ${CMAKE_DL_LIBS})
+  include(${_dmlp_cuda_dir}/nccl_version.cmake)
 else()
   add_library(dmlp_backend_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/cuda/backend_cuda_stub.cc)
   target_include_directories(dmlp_backend_cuda PUBLIC ${PROJECT_SOURCE_DIR})

@@ -79,10 +79,11 @@ TEST(StateDigestTest, ReproducesTheReferenceDigestVector) {
   std::vector<uint8_t> image = ImageFromVector(layout, vector);
   ASSERT_EQ(image.size(), layout.image_bytes());
   StateDigests digests = DigestStateImage(layout, image.data());
-  EXPECT_EQ(digests.state, vector["params_sha256"]);
-  EXPECT_EQ(digests.params, vector["final_params_sha256"]);
-  EXPECT_EQ(digests.opt, vector["final_opt_state_sha256"]);
-  EXPECT_EQ(DigestStateStep(image.data(), image.size()), vector["params_sha256"]);
+  EXPECT_EQ(digests.state, vector["params_sha256"].get<std::string>());
+  EXPECT_EQ(digests.params, vector["final_params_sha256"].get<std::string>());
+  EXPECT_EQ(digests.opt, vector["final_opt_state_sha256"].get<std::string>());
+  EXPECT_EQ(DigestStateStep(image.data(), image.size()),
+            vector["params_sha256"].get<std::string>());
 }
 
 class StateFileTest : public ::testing::Test {
@@ -108,16 +109,16 @@ TEST_F(StateFileTest, RoundTripKeepsDigestsAndTheDataSectionIsTheImage) {
   EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
   Result<StateDigests> digests = DigestStateFile(path_);
   ASSERT_TRUE(digests.ok()) << digests.status().ToString();
-  EXPECT_EQ(digests->state, vector_["params_sha256"]);
-  EXPECT_EQ(digests->params, vector_["final_params_sha256"]);
-  EXPECT_EQ(digests->opt, vector_["final_opt_state_sha256"]);
+  EXPECT_EQ(digests->state, vector_["params_sha256"].get<std::string>());
+  EXPECT_EQ(digests->params, vector_["final_params_sha256"].get<std::string>());
+  EXPECT_EQ(digests->opt, vector_["final_opt_state_sha256"].get<std::string>());
   Result<StateFileIndex> index = ReadStateFileIndex(path_);
   ASSERT_TRUE(index.ok());
   EXPECT_EQ(index->metadata.at("step"), "7");
   EXPECT_EQ(index->data_offset % 8, 0u);
   std::string contents = *ReadFileToString(path_);
   EXPECT_EQ(Sha256Hex(contents.data() + index->data_offset, index->data_size),
-            vector_["params_sha256"]);
+            vector_["params_sha256"].get<std::string>());
   Result<std::vector<uint8_t>> loaded = LoadStateImage(path_, layout);
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(*loaded, image);

@@ -13,7 +13,9 @@
 // rank per process) and set once by CreateCudaBackend.
 #pragma once
 
-#include <cublas_api.h>
+// cublas_v2.h, never cublas_api.h alone: cuBLAS 12.x's cublas_api.h stops
+// with #error unless cublas_v2.h (which defines CUBLASAPI) came first.
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 

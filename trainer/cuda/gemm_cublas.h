@@ -9,7 +9,7 @@
 // reproducibility"), which is the bit promise of DESIGN.md.
 #pragma once
 
-#include <cublas_api.h>
+#include <cublas_v2.h>  // not cublas_api.h: see cuda_check.h
 #include <cuda_runtime_api.h>
 
 #include <cstddef>

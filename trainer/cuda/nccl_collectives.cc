@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/stream_wait.h"
 #include "trainer/rendezvous/peer_monitor.h"
 #include "trainer/rendezvous/peer_wait.h"
@@ -206,12 +207,6 @@ Status NcclComm::AllReduceSum(float* data, size_t count, cudaStream_t stream) {
   return WaitEnqueued("ncclAllReduce (asynchronous)");
 }
 
-Result<std::string> NcclComm::LibraryVersion() {
-  int code = 0;
-  NCCL_CHECK(nullptr, ncclGetVersion(&code));
-  // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
-  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
-         std::to_string(code % 100);
-}
+Result<std::string> NcclComm::LibraryVersion() { return CheckedNcclLibraryVersion(); }
 
 }  // namespace dmlp::cuda

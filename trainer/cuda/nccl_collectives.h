@@ -76,7 +76,8 @@ class NcclComm final : public DeviceCollectives {
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
-  /// The NCCL library version, "2.28.9".
+  /// The NCCL library version, "2.28.9"; NCCL_VERSION_MISMATCH when it is not
+  /// the NCCL of the header dmlp was compiled with (trainer/cuda/nccl_version.h).
   static Result<std::string> LibraryVersion();
 
  private:

@@ -3,7 +3,8 @@
 Fails when they disagree on the base image, the apt packages or the job's
 environment, when spec.json leaves the reference's schema or the job the
 issue asks for, or when the Dockerfile loses a step the README promises
-(Release for sm_89 and sm_90, the CPU test suite, cmake --install, a CMD).
+(Release for sm_89 and sm_90, the CPU test suite, cmake --install, a CMD),
+in its RUN lines or in tools/image-build.sh, which they call.
 The Mutations cases feed damaged copies to the same checks, so a checker
 that stopped looking would fail here too.
 
@@ -32,6 +33,10 @@ REQUIRED_ENV = {
 REQUIRED_ENV_NAMES = {"COORDINATOR_PORT", "HEARTBEAT_TIMEOUT_SECONDS", "OUT_DIR"}
 JAX_ONLY_ENV = {"JAX_PLATFORMS", "XLA_FLAGS", "PYTHONUNBUFFERED", "PYTHONHASHSEED"}
 BASE = "nvidia/cuda:12.8.1-devel-ubuntu24.04"
+IMAGE_BUILD = "tools/image-build.sh"
+# The build stage's steps when its RUN lines call tools/image-build.sh.
+IMAGE_BUILD_STEPS = (("build", "the configure and build step"), ("test", "the CPU test suite"),
+                     ("install", "the programs installed"))
 
 
 def plan_names(plan_cc_text):
@@ -61,6 +66,19 @@ def instructions(dockerfile_text):
     if pending:
         raise ValueError("the Dockerfile ends inside a continued instruction")
     return result
+
+
+def stage_runs(dockerfile_text, stage):
+    """The RUN arguments of the stage named `stage` (FROM ... AS stage), in order.
+    tools/rehearse.sh runs the build stage's with this."""
+    runs, current = [], None
+    for keyword, arguments in instructions(dockerfile_text):
+        if keyword == "FROM":
+            words = [w for w in arguments.split() if not w.startswith("--platform")]
+            current = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
+        elif keyword == "RUN" and current == stage:
+            runs.append(arguments)
+    return runs
 
 
 def parse_dockerfile(text):
@@ -107,7 +125,7 @@ def parse_dockerfile(text):
     return parsed
 
 
-def disagreements(spec, dockerfile_text, install_deps_packages, known_names):
+def disagreements(spec, dockerfile_text, install_deps_packages, known_names, image_build_text=""):
     """Every way the three files disagree, as sentences; [] when they agree."""
     problems = []
     if set(spec) != {"sku", "checkpoint", "min_disk_gb", "image"}:
@@ -167,13 +185,18 @@ def disagreements(spec, dockerfile_text, install_deps_packages, known_names):
     for name in docker["env_outside_final"]:
         problems.append(f"Dockerfile sets ENV {name} before the final stage (the tests would see it)")
     runs = " ".join(docker["runs"])
+    if IMAGE_BUILD in runs:
+        for step, why in IMAGE_BUILD_STEPS:
+            if not any(run.split()[:2] == [IMAGE_BUILD, step] for run in docker["runs"]):
+                problems.append(f"Dockerfile RUN steps lack {IMAGE_BUILD} {step} ({why})")
+        runs += " " + image_build_text  # the promised commands are in the script
     for needle, why in (('-DCMAKE_BUILD_TYPE=Release', "a Release build"),
                         ('-DCMAKE_CUDA_ARCHITECTURES="89;90"', "sm_89 and sm_90"),
                         ("-DDMLP_CUDA=ON", "the CUDA platform, required"),
                         ("ctest --test-dir build", "the CPU test suite"),
                         ("cmake --install build", "the programs installed")):
         if needle not in runs:
-            problems.append(f"Dockerfile RUN steps lack {needle} ({why})")
+            problems.append(f"Dockerfile RUN steps (and {IMAGE_BUILD}) lack {needle} ({why})")
     if " -E " in runs or "--exclude-regex" in runs or " -LE " in runs:
         problems.append("Dockerfile's ctest excludes tests")
     if not docker["cmd"]:
@@ -191,7 +214,7 @@ def repository_inputs():
     listed = subprocess.run(["bash", str(SOURCE / "tools/install-deps.sh"), "--list", "--build"],
                             capture_output=True, text=True, check=True).stdout.split()
     names = plan_names((SOURCE / "trainer/plan.cc").read_text())
-    return spec, dockerfile, listed, names
+    return spec, dockerfile, listed, names, (SOURCE / IMAGE_BUILD).read_text()
 
 
 class Repository(unittest.TestCase):
@@ -200,7 +223,7 @@ class Repository(unittest.TestCase):
         self.assertEqual(problems, [], "\n" + "\n".join(problems))
 
     def test_parser_reads_what_the_dockerfile_says(self):
-        spec, dockerfile, _, _ = repository_inputs()
+        spec, dockerfile, _, _, _ = repository_inputs()
         parsed = parse_dockerfile(dockerfile)
         self.assertEqual(parsed["base"], BASE)
         self.assertEqual(parsed["apt"], spec["image"]["apt"])  # same order, too
@@ -211,11 +234,13 @@ class Mutations(unittest.TestCase):
     """Each damaged copy must be reported, with the right sentence."""
 
     def setUp(self):
-        self.spec, self.dockerfile, self.listed, self.names = repository_inputs()
+        (self.spec, self.dockerfile, self.listed, self.names,
+         self.image_build) = repository_inputs()
 
-    def problems(self, spec=None, dockerfile=None, listed=None):
+    def problems(self, spec=None, dockerfile=None, listed=None, image_build=None):
         return "\n".join(disagreements(spec or self.spec, dockerfile or self.dockerfile,
-                                       listed if listed is not None else self.listed, self.names))
+                                       listed if listed is not None else self.listed, self.names,
+                                       image_build if image_build is not None else self.image_build))
 
     def edited_spec(self, edit):
         spec = json.loads(json.dumps(self.spec))
@@ -282,14 +307,33 @@ class Mutations(unittest.TestCase):
         self.assertIn("remove /var/lib/apt/lists/*", self.problems(dockerfile=text))
 
     def test_gpu_targets_and_tests_required(self):
-        text = self.dockerfile.replace('"89;90"', '"90"').replace("ctest --test-dir build", "true")
-        found = self.problems(dockerfile=text)
+        script = self.image_build.replace('"89;90"', '"90"').replace("ctest --test-dir build", "true")
+        found = self.problems(image_build=script)
         self.assertIn("sm_89 and sm_90", found)
         self.assertIn("the CPU test suite", found)
 
     def test_excluded_tests_rejected(self):
-        text = self.dockerfile.replace("ctest --test-dir build", "ctest --test-dir build -E e2e")
-        self.assertIn("ctest excludes tests", self.problems(dockerfile=text))
+        script = self.image_build.replace("ctest --test-dir build", "ctest --test-dir build -E e2e")
+        self.assertIn("ctest excludes tests", self.problems(image_build=script))
+
+    def test_image_build_steps_required(self):
+        text = self.dockerfile.replace("RUN tools/image-build.sh test\n", "")
+        self.assertIn("lack tools/image-build.sh test (the CPU test suite)",
+                      self.problems(dockerfile=text))
+
+    def test_commands_written_in_the_dockerfile_count(self):
+        """A Dockerfile without the script must hold the commands itself."""
+        text = self.dockerfile.replace("RUN tools/image-build.sh build\n",
+                                       "RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release\n")
+        text = text.replace(IMAGE_BUILD, "true")
+        found = self.problems(dockerfile=text)
+        self.assertIn("lack -DDMLP_CUDA=ON", found)
+        self.assertNotIn("lack -DCMAKE_BUILD_TYPE=Release", found)
+
+    def test_build_stage_runs(self):
+        self.assertEqual(stage_runs(self.dockerfile, "build"),
+                         [f"{IMAGE_BUILD} build", f"{IMAGE_BUILD} test",
+                          f"{IMAGE_BUILD} install /opt/dmlp"])
 
     def test_stray_stage_base(self):
         text = self.dockerfile.replace("FROM base AS build", "FROM ubuntu:24.04 AS build")

@@ -19,6 +19,7 @@ Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository).
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -75,9 +76,13 @@ def top_level_folders():
     """The repository's top-level folders: git's tracked ones where there is a
     checkout (not what builds and test runs leave), else the directory's own
     less build and run outputs (a Docker build context has no .git)."""
-    listed = subprocess.run(["git", "-C", str(SOURCE), "ls-files"], capture_output=True, text=True)
-    if (SOURCE / ".git").exists() and listed.returncode == 0:
-        return sorted({path.split("/", 1)[0] for path in listed.stdout.splitlines() if "/" in path})
+    # Only a checkout with git installed: the image's build stage has neither
+    # (tools/install-deps.sh --build installs no git), and tools/rehearse.sh
+    # runs the suite there.
+    if (SOURCE / ".git").exists() and shutil.which("git"):
+        listed = subprocess.run(["git", "-C", str(SOURCE), "ls-files"], capture_output=True, text=True)
+        if listed.returncode == 0:
+            return sorted({path.split("/", 1)[0] for path in listed.stdout.splitlines() if "/" in path})
     skip = re.compile(r"^(\.git|build.*|out.*|\.venv.*|__pycache__|Testing)$")
     return sorted(e.name for e in SOURCE.iterdir() if e.is_dir() and not skip.match(e.name))
 

@@ -1,0 +1,33 @@
+// NCCL header against library (trainer/cuda/nccl_version.h). No GPU needed:
+// ncclGetVersion answers without a device.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include "trainer/cuda/nccl_version.h"
+
+namespace dmlp {
+namespace {
+
+TEST(NcclVersion, DecodesBothEncodings) {
+  EXPECT_EQ(cuda::NcclVersionText(22501), "2.25.1");
+  EXPECT_EQ(cuda::NcclVersionText(22809), "2.28.9");
+  EXPECT_EQ(cuda::NcclVersionText(2804), "2.8.4");  // before 2.9: major * 1000
+}
+
+TEST(NcclVersion, MismatchNamesBothVersionsAndTheLibrary) {
+  EXPECT_TRUE(cuda::CompareNcclVersions(22501, 22501, "/lib/libnccl.so.2").ok());
+  const Status status = cuda::CompareNcclVersions(22809, 22501, "/lib/libnccl.so.2");
+  EXPECT_EQ(status.code(), "NCCL_VERSION_MISMATCH");
+  EXPECT_NE(status.detail().find("header 2.28.9, library 2.25.1 (/lib/libnccl.so.2)"),
+            std::string::npos)
+      << status.ToString();
+}
+
+TEST(NcclVersion, ThisBuildRunsWithItsOwnNccl) {
+  const Result<std::string> version = cuda::CheckedNcclLibraryVersion();
+  ASSERT_TRUE(version.ok()) << version.status().ToString();
+  EXPECT_EQ(*version, cuda::NcclVersionText(NCCL_VERSION_CODE));
+}
+
+}  // namespace
+}  // namespace dmlp

@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# Rehearses the image build on this machine: every rehearsal CI does not run
+# (tools/test-all.sh runs the rest). Run it, as root, before resolving any
+# change to CUDA code, the build or the image (README "Rehearsals").
+#
+#   tools/rehearse.sh                 both parts
+#   tools/rehearse.sh trixie          part 1 only
+#   tools/rehearse.sh cuda12          part 2 only
+#   tools/rehearse.sh --fresh [...]   make the Debian 13 root again first
+#
+# 1. trixie: a minimal Debian 13 root (debootstrap --variant=minbase), where
+#    tools/install-deps.sh --build installs the packages, then the Dockerfile's
+#    build-stage RUN lines, read from the Dockerfile, run as written (they call
+#    tools/image-build.sh) with the image's compiler, g++-13, and
+#    DMLP_IMAGE_CMAKE_ARGS="-DDMLP_CUDA=OFF -DDMLP_WERROR=ON"; ctest runs on
+#    that build. Every object of the project is g++-13's; the programs link
+#    against the system's libstdc++ (GCC 14's, what the loader runs them with
+#    anyway), because Debian 13's C++ libraries (Gloo, GoogleTest) are built
+#    by GCC 14 and need it (__cxa_call_terminate@CXXABI_1.3.15), which
+#    g++-13's own libstdc++ lacks. On the image's Ubuntu 24.04 those libraries
+#    are GCC 13's, so there the question does not arise.
+#    The root has no CUDA: the CUDA platform is part 2.
+# 2. cuda12: the CUDA platform's host sources (the .cc files whose includes
+#    reach cuBLAS, cudart, cuRAND or NCCL headers) compiled with -Werror
+#    against CUDA 12.8's and NCCL 2.25.1's headers from PyPI's wheels, linked
+#    into a shared object against the wheels' libraries (no unresolved cu*/nccl*
+#    symbol), and the NCCL version probe run against them; with this machine's
+#    g++ and with g++-13 in the Debian 13 root. The wheels hold no nvcc: the
+#    .cu files are compiled only by this machine's nvcc (CUDA 13) in a
+#    -DDMLP_CUDA=ON build, not here.
+#
+# Cache (DMLP_REHEARSAL_DIR, default /var/tmp/dmlp-rehearsal): the root, the
+# wheels, ccache. Mounts (/proc, /dev, /dev/shm, the wheels) live in a private
+# mount and PID namespace and are unmounted by a trap; the script checks that
+# none is left and no process runs in the root afterwards. Prints what it used
+# and a last line `rehearse: PASS` or `rehearse: FAIL (<step>)`.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${DMLP_REHEARSAL_DIR:-/var/tmp/dmlp-rehearsal}
+root=$cache/trixie-root
+wheels=$cache/wheels
+jobs=${DMLP_JOBS:-$(nproc)}
+mirror=${DMLP_REHEARSAL_MIRROR:-http://deb.debian.org/debian}
+# PyPI's CUDA 12.8 and NCCL 2.25.1: what nvidia/cuda:12.8.1-devel-ubuntu24.04 holds.
+# cuda-nvcc: the crt/ headers that cuda_runtime_api.h includes ship with the
+# compiler (the wheel holds them and ptxas, but no nvcc); without it a machine
+# with CUDA in /usr/include silently lends its own crt/ headers.
+cuda12_wheels=(nvidia-cublas-cu12==12.8.4.1 nvidia-cuda-runtime-cu12==12.8.90
+               nvidia-cuda-cccl-cu12==12.8.90 nvidia-curand-cu12==10.3.9.90
+               nvidia-cuda-nvcc-cu12==12.8.93 nvidia-nccl-cu12==2.25.1)
+# What the root needs beyond tools/install-deps.sh --build: the image's
+# compiler and ccache.
+root_extras=(g++-13 ccache)
+# A folder holding only libstdc++.so, pointing at the system's runtime
+# libstdc++.so.6: first in g++-13's link search path (LDFLAGS), it replaces
+# g++-13's own libstdc++ at link time and nothing else (libgcc stays g++-13's).
+system_libstdcxx=/opt/system-libstdc++
+
+say() { printf 'rehearse: %s\n' "$*"; }
+section() { printf '\n== rehearse: %s ==\n' "$*"; }
+
+# ---- part 2's compile, also run inside the root: cuda-host CXX UNPACKED ------
+# The host sources of the CUDA platform: .cc files outside tests/ whose
+# includes reach a CUDA library header, directly or through the project's headers.
+cuda_host_sources() {
+  local pattern='#include <(cublas|cuda|cudart|curand|nccl)[^>]*>' changed=1 header
+  local -a files headers
+  mapfile -t files < <(find common launch trainer verify bench -name '*.cc' -o -name '*.h' | sort)
+  mapfile -t headers < <(grep -lE "$pattern" "${files[@]}" | grep '\.h$' || true)
+  while [[ $changed -eq 1 ]]; do
+    changed=0
+    for header in "${headers[@]}"; do
+      while read -r file; do
+        if [[ "$file" == *.h && " ${headers[*]} " != *" $file "* ]]; then headers+=("$file"); changed=1; fi
+      done < <(grep -lF "#include \"$header\"" "${files[@]}" || true)
+    done
+  done
+  for file in "${files[@]}"; do
+    [[ "$file" == *.cc ]] || continue
+    if grep -qE "$pattern" "$file"; then echo "$file"; continue; fi
+    for header in "${headers[@]}"; do
+      if grep -qF "#include \"$header\"" "$file"; then echo "$file"; break; fi
+    done
+  done
+}
+
+# project_cxx_flags CXX DIR: the flags, one a line, that CMake compiles the
+# CUDA library's host sources with (Release, as the image, with -Werror),
+# taken from compile_commands.json of a configure-only run in DIR, so that
+# they cannot drift from CMakeLists.txt. The wheels hold no nvcc, so the run
+# is -DDMLP_CUDA=OFF, where the stub stands in for the CUDA library and gets
+# the same target flags and includes (CUDA's are added by the caller).
+project_cxx_flags() {
+  local cxx=$1 dir=$2
+  if ! cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_COMPILER_LAUNCHER= \
+       -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DDMLP_CUDA=OFF \
+       -DDMLP_WERROR=ON -DDMLP_BUILD_TESTS=OFF -DDMLP_BUILD_BENCH=OFF >"$dir.log" 2>&1; then
+    cat "$dir.log" >&2
+    return 1
+  fi
+  python3 - "$dir/compile_commands.json" <<'EOF'
+import json, shlex, sys
+for entry in json.load(open(sys.argv[1])):
+    if entry["file"].endswith("/trainer/cuda/backend_cuda_stub.cc"):
+        words = shlex.split(entry["command"])[1:]  # without the compiler
+        while words:
+            word = words.pop(0)
+            if word in ("-o", "-c"):
+                words.pop(0)  # the object and the source are the caller's
+            else:
+                print(word)
+        sys.exit(0)
+sys.exit("no compile command for trainer/cuda/backend_cuda_stub.cc in " + sys.argv[1])
+EOF
+}
+
+cuda_host() {
+  local cxx=$1 unpacked=$2 scratch source object
+  cd "$repo"
+  scratch=$(mktemp -d)
+  local -a includes=() libdirs=() objects=() sources=()
+  local part
+  for part in cuda_runtime cublas curand nccl cuda_cccl cuda_nvcc; do
+    includes+=(-isystem "$unpacked/nvidia/$part/include")
+    [[ -d "$unpacked/nvidia/$part/lib" ]] && libdirs+=("$unpacked/nvidia/$part/lib")
+  done
+  # The wheels ship libX.so.N only: the unversioned names the linker wants.
+  mkdir -p "$scratch/lib"
+  for library in cublas cudart nccl; do
+    ln -s "$(find "${libdirs[@]}" -name "lib$library.so.*" | sort | head -n 1)" "$scratch/lib/lib$library.so"
+  done
+  # The project's own flags, -Werror among them, as CMake gives them; the
+  # define that trainer/cuda.cmake adds for this library only; -fPIC.
+  local -a flags=()
+  mapfile -t flags < <(project_cxx_flags "$cxx" "$scratch/configure")
+  if [[ ${#flags[@]} -eq 0 ]]; then rm -rf "$scratch"; return 1; fi
+  flags+=(-fPIC "-DDMLP_SOURCE_DIR=\"$repo/\"")
+  mapfile -t sources < <(cuda_host_sources)
+  echo "cuda12: $("$cxx" --version | head -n 1): ${#sources[@]} host sources"
+  for source in "${sources[@]}"; do
+    object="$scratch/$(echo "$source" | tr / _).o"
+    echo "  $source"
+    "$cxx" "${flags[@]}" "${includes[@]}" -c "$source" -o "$object"
+    # Programs (a main) are compiled, not put into the shared object.
+    grep -qE '^int main\(' "$source" || objects+=("$object")
+  done
+  # dmlp's own symbols stay undefined in the shared object (its other
+  # libraries and the .cu launchers); every cuda*/cublas*/nccl* one must be
+  # resolved by the wheels' libraries.
+  "$cxx" -shared -o "$scratch/libdmlp_cuda_host.so" "${objects[@]}" -L"$scratch/lib" \
+    -Wl,--no-as-needed -lcublas -lcudart -lnccl
+  local path
+  path=$(IFS=:; echo "${libdirs[*]}")
+  local unresolved
+  unresolved=$(LD_LIBRARY_PATH=$path ldd -r "$scratch/libdmlp_cuda_host.so" 2>&1 |
+               grep -E 'undefined symbol: (cuda|cublas|nccl|curand)' || true)
+  if [[ -n "$unresolved" ]]; then echo "$unresolved"; rm -rf "$scratch"; return 1; fi
+  LD_LIBRARY_PATH=$path ldd "$scratch/libdmlp_cuda_host.so" | grep -E 'lib(cublas|cudart|nccl)' | sed 's/^\s*/  links /'
+  "$cxx" -std=c++20 -Werror "${includes[@]}" trainer/cuda/nccl_version_probe.cc -o "$scratch/probe" \
+    -L"$scratch/lib" -lnccl -Wl,-rpath,"$path"
+  read -r header library file < <("$scratch/probe")
+  echo "cuda12: NCCL header $header, library $library ($file)"
+  rm -rf "$scratch"
+  [[ "$header" == "$library" ]]
+}
+
+# Internal entry point for the root: tools/rehearse.sh --cuda-host CXX UNPACKED.
+if [[ "${1:-}" == --cuda-host ]]; then
+  cuda_host "$2" "$3"
+  exit
+fi
+
+fresh=0
+parts=()
+for argument in "$@"; do
+  case "$argument" in
+    --fresh) fresh=1 ;;
+    trixie | cuda12) parts+=("$argument") ;;
+    *) echo "usage: tools/rehearse.sh [--fresh] [trixie] [cuda12]" >&2; exit 2 ;;
+  esac
+done
+[[ ${#parts[@]} -gt 0 ]] || parts=(trixie cuda12)
+if [[ $(id -u) -ne 0 ]]; then echo "rehearse: needs root (debootstrap, chroot, mounts)" >&2; exit 2; fi
+mkdir -p "$cache"
+exec 9>"$cache/lock"  # one rehearsal at a time: both use the root, and the clean-up checks it
+if ! flock -n 9; then echo "rehearse: another rehearsal is running ($cache/lock)" >&2; exit 2; fi
+
+failed=""
+fail() { failed=${failed:-$1}; say "FAILED: $1"; }
+timed() {  # timed NAME COMMAND...: runs it, says how long it took, records a failure
+  local name=$1 start=$SECONDS
+  shift
+  if "$@"; then say "$name: ok ($((SECONDS - start)) s)"; else fail "$name"; say "$name: $((SECONDS - start)) s"; fi
+}
+
+mounted_under() { findmnt -rn -o TARGET | grep -F "$1/" || true; }
+processes_in() {  # pids whose root directory is $1
+  local link
+  for link in /proc/[0-9]*/root; do
+    [[ "$(readlink "$link" 2>/dev/null)" == "$1" ]] && echo "${link//[^0-9]/}"
+  done
+  return 0
+}
+
+make_root() {
+  if [[ -n "$(mounted_under "$root")" ]]; then echo "rehearse: $root has mounts; not touching it" >&2; return 1; fi
+  if [[ $fresh -eq 1 ]]; then rm -rf "$root"; fi
+  if [[ ! -x "$root/usr/bin/apt-get" ]]; then
+    command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >/dev/null
+    rm -rf "$root.partial"
+    mkdir -p "$cache"
+    debootstrap --variant=minbase trixie "$root.partial" "$mirror" >"$cache/debootstrap.log" 2>&1
+    mv "$root.partial" "$root"
+  fi
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+}
+
+# in_root [--wheels] SCRIPT: runs SCRIPT with bash in the root, inside a mount
+# and PID namespace of its own (so nothing it mounts or starts outlives it),
+# with /proc, /dev and a /dev/shm mounted and unmounted again by a trap.
+in_root() {
+  local bind_wheels=0
+  if [[ "$1" == --wheels ]]; then bind_wheels=1; shift; fi
+  # shellcheck disable=SC2016  # the inner bash expands them
+  unshare --mount --pid --fork --propagation private \
+    env ROOT="$root" WHEELS="$wheels/unpacked" BIND_WHEELS="$bind_wheels" SCRIPT="$1" bash -c '
+      set -euo pipefail
+      unmount() {
+        for target in "$ROOT/wheels" "$ROOT/dev/shm" "$ROOT/dev" "$ROOT/proc"; do
+          if mountpoint -q "$target"; then umount "$target"; fi
+        done
+      }
+      trap unmount EXIT
+      mount -t proc proc "$ROOT/proc"
+      mount --bind /dev "$ROOT/dev"
+      mount -t tmpfs -o size=1g tmpfs "$ROOT/dev/shm"
+      if [[ "$BIND_WHEELS" == 1 ]]; then
+        mkdir -p "$ROOT/wheels"
+        mount --bind -o ro "$WHEELS" "$ROOT/wheels"
+      fi
+      status=0
+      chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+        bash -euo pipefail -c "$SCRIPT" || status=$?
+      exit "$status"'
+}
+
+# copy_sources DIR: the tree as a docker build context gets it (no .git, no
+# builds: git's tracked and unignored files) into DIR of the root.
+copy_sources() {
+  rm -rf "${root:?}/$1"
+  mkdir -p "$root/$1"
+  (cd "$repo" && git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) |
+    tar -C "$root/$1" -xf -
+}
+
+root_setup() {
+  local extras="${root_extras[*]}"
+  in_root "
+    cd /src/dmlp
+    tools/install-deps.sh --build
+    missing=\$(for p in $extras; do dpkg-query -W -f='\${Status}' \$p 2>/dev/null | grep -q 'ok installed' || echo \$p; done)
+    if [ -n \"\$missing\" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \$missing >/dev/null; fi
+    mkdir -p $system_libstdcxx
+    ln -sfn /usr/lib/\$(gcc-13 -print-multiarch)/libstdc++.so.6 $system_libstdcxx/libstdc++.so"
+}
+
+print_root_versions() {
+  in_root "
+    echo \"compiler: \$(g++-13 --version | head -n 1)\"
+    echo \"cmake: \$(cmake --version | head -n 1)\"
+    dpkg-query -W -f='\${Package} \${Version}\n' libgloo-dev libyaml-cpp-dev libcli11-dev \
+      libgtest-dev libblis-openmp-dev nlohmann-json3-dev libssl-dev libstdc++6 python3 | sed 's/^/package: /'
+    echo \"links against: \$(readlink -f $system_libstdcxx/libstdc++.so) (the system's runtime libstdc++)\""
+}
+
+# The Dockerfile's build stage, RUN by RUN, as it is written there.
+image_build_in_root() {
+  local runs
+  runs=$(cd "$repo/tests/e2e/image" && python3 -c '
+import shlex, sys
+from image_agreement import stage_runs
+runs = stage_runs(open(sys.argv[1]).read(), "build")
+if not runs:
+    sys.exit("no RUN lines in the Dockerfile stage \"build\"")
+for run in runs:
+    print("echo", shlex.quote("+ RUN " + run) + "; /bin/sh -c", shlex.quote(run))' "$repo/Dockerfile")
+  in_root "
+    export CC=gcc-13 CXX=g++-13 DMLP_JOBS=$jobs
+    export DMLP_IMAGE_CMAKE_ARGS='-DDMLP_CUDA=OFF -DDMLP_WERROR=ON'
+    export LDFLAGS=-L$system_libstdcxx  # CMake's initial linker flags: executables and shared objects
+    export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_DIR=/var/cache/dmlp-ccache
+    cd /src/dmlp  # the Dockerfile's WORKDIR
+    $runs"
+}
+
+fetch_wheels() {
+  mkdir -p "$wheels"
+  local wheel name version
+  for wheel in "${cuda12_wheels[@]}"; do
+    name=${wheel%%==*}
+    version=${wheel##*==}
+    if ! compgen -G "$wheels/${name//-/_}-$version-*.whl" >/dev/null; then
+      python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheels" "$wheel"
+    fi
+    if [[ ! -f "$wheels/unpacked/.${name}-$version" ]]; then
+      python3 -m zipfile -e "$wheels/${name//-/_}-$version-"*.whl "$wheels/unpacked"
+      touch "$wheels/unpacked/.${name}-$version"
+    fi
+    echo "wheel: $name $version"
+  done
+}
+
+start=$SECONDS
+for part in "${parts[@]}"; do
+  case "$part" in
+    trixie)
+      section "Debian 13 root, the Dockerfile's build stage with g++-13"
+      timed "root (debootstrap, cached in $root)" make_root
+      if [[ -z "$failed" ]]; then
+        copy_sources src/dmlp
+        timed "packages (tools/install-deps.sh --build) and g++-13" root_setup
+        print_root_versions || true
+      fi
+      if [[ -z "$failed" ]]; then timed "image build stage (Dockerfile RUN lines)" image_build_in_root; fi
+      ;;
+    cuda12)
+      section "CUDA 12.8 and NCCL 2.25.1 headers and libraries (PyPI wheels)"
+      timed "wheels (cached in $wheels)" fetch_wheels
+      if [[ -z "$failed" ]]; then
+        timed "host sources with $(command -v g++)" "$repo/tools/rehearse.sh" --cuda-host g++ "$wheels/unpacked"
+      fi
+      if [[ -z "$failed" && -x "$root/usr/bin/g++-13" ]]; then
+        copy_sources src/dmlp-cuda12
+        timed "host sources with g++-13 in the Debian 13 root" \
+          in_root --wheels "cd /src/dmlp-cuda12 && tools/rehearse.sh --cuda-host g++-13 /wheels"
+      elif [[ -z "$failed" ]]; then
+        say "no Debian 13 root yet: g++-13 skipped (run the trixie part first)"
+      fi
+      ;;
+  esac
+done
+
+section "clean-up"
+left=$(mounted_under "$root")
+if [[ -n "$left" ]]; then fail "mounts left: $left"; else say "nothing mounted under $root"; fi
+left=$(processes_in "$root")
+if [[ -n "$left" ]]; then fail "processes left in the root: $left"; else say "no process left in the root"; fi
+say "local nvcc (compiles the .cu files; not rehearsed here): $(nvcc --version 2>/dev/null | tail -n 1 || echo none)"
+say "total $((SECONDS - start)) s"
+if [[ -n "$failed" ]]; then
+  say "FAIL ($failed)"
+  exit 1
+fi
+say "PASS"
