@@ -3,9 +3,10 @@
 # (tools/test-all.sh runs the rest). Run it, as root, before resolving any
 # change to CUDA code, the build or the image (README "Rehearsals").
 #
-#   tools/rehearse.sh                 both parts
+#   tools/rehearse.sh                 every part
 #   tools/rehearse.sh trixie          part 1 only
 #   tools/rehearse.sh cuda12          part 2 only
+#   tools/rehearse.sh kit             part 3 only
 #   tools/rehearse.sh --fresh [...]   make the Debian 13 root again first
 #
 # 1. trixie: a minimal Debian 13 root (debootstrap --variant=minbase), where
@@ -28,6 +29,11 @@
 #    g++ and with g++-13 in the Debian 13 root. The wheels hold no nvcc: the
 #    .cu files are compiled only by this machine's nvcc (CUDA 13) in a
 #    -DDMLP_CUDA=ON build, not here.
+# 3. kit: the GPU kit (tests/gpu/make_kit.sh: Release, sm_89 + sm_90, into
+#    $DMLP_REHEARSAL_DIR/gpu-kit) run in a bare Debian 12 root where none of
+#    the build's packages is installed (tests/gpu/rehearse_kit.sh): the CPU
+#    job, cuda_test skipping its GPU cases, and the GPU runner failing with a
+#    clear message rather than a loader error.
 #
 # Cache (DMLP_REHEARSAL_DIR, default /var/tmp/dmlp-rehearsal): the root, the
 # wheels, ccache. Mounts (/proc, /dev, /dev/shm, the wheels) live in a private
@@ -175,11 +181,11 @@ parts=()
 for argument in "$@"; do
   case "$argument" in
     --fresh) fresh=1 ;;
-    trixie | cuda12) parts+=("$argument") ;;
-    *) echo "usage: tools/rehearse.sh [--fresh] [trixie] [cuda12]" >&2; exit 2 ;;
+    trixie | cuda12 | kit) parts+=("$argument") ;;
+    *) echo "usage: tools/rehearse.sh [--fresh] [trixie] [cuda12] [kit]" >&2; exit 2 ;;
   esac
 done
-[[ ${#parts[@]} -gt 0 ]] || parts=(trixie cuda12)
+[[ ${#parts[@]} -gt 0 ]] || parts=(trixie cuda12 kit)
 if [[ $(id -u) -ne 0 ]]; then echo "rehearse: needs root (debootstrap, chroot, mounts)" >&2; exit 2; fi
 mkdir -p "$cache"
 exec 9>"$cache/lock"  # one rehearsal at a time: both use the root, and the clean-up checks it
@@ -335,6 +341,13 @@ for part in "${parts[@]}"; do
           in_root --wheels "cd /src/dmlp-cuda12 && tools/rehearse.sh --cuda-host g++-13 /wheels"
       elif [[ -z "$failed" ]]; then
         say "no Debian 13 root yet: g++-13 skipped (run the trixie part first)"
+      fi
+      ;;
+    kit)
+      section "the GPU kit in a bare Debian 12 root"
+      timed "kit (tests/gpu/make_kit.sh $cache/gpu-kit)" "$repo/tests/gpu/make_kit.sh" "$cache/gpu-kit"
+      if [[ -z "$failed" ]]; then
+        timed "kit in a bare root (tests/gpu/rehearse_kit.sh)" "$repo/tests/gpu/rehearse_kit.sh" "$cache/gpu-kit"
       fi
       ;;
   esac
