@@ -139,6 +139,20 @@ class JobTestCase(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertEqual(result.stdout.strip().splitlines()[-1], "PASS")
 
+    def assertRankKilled(self, result, victim):
+        """The job ended because rank `victim` was SIGKILLed. dmlp-launch exits with
+        the first failure it sees: usually the victim's (137), but its peers see
+        its sockets close as it dies and may exit (PEER_LOST, or Gloo's read
+        error: 1) before the kernel reports the victim's death; then the
+        summary shows how it ended."""
+        self.assertIn(result.returncode, (1, 137), result.stderr)
+        if result.returncode == 137:
+            self.assertIn(f"RANK_EXIT_NONZERO: rank={victim} ", result.stderr)
+        else:
+            # "signal=SIGKILL", or "torn down by SIGTERM (killed by signal SIGKILL)"
+            # when the launcher had already begun the teardown.
+            self.assertRegex(result.stderr, rf"rank {victim} \(pid \d+\): [^\n]*SIGKILL")
+
     def assertSameBytes(self, left, right, names=RUN_FILES):
         for name in names:
             self.assertEqual((Path(left) / name).read_bytes(), (Path(right) / name).read_bytes(),

@@ -106,7 +106,7 @@ class SafetyTestCase(JobTestCase):
         env = job_env(out, 2, **CHECKPOINTED)
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": str(victim), "FAULT_STEP": str(step)})
         result = run([LAUNCH, "--grace", "5", INJECT_FAULT], env)
-        self.assertEqual(result.returncode, 137, result.stderr)
+        self.assertRankKilled(result, victim)
 
     def assertIdenticalToBaseline(self, out):
         self.assertPass(out)
