@@ -91,9 +91,9 @@ TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   Result<RunOutput> output = RunOutput::Open(plan_);
   ASSERT_TRUE(output.ok());
   ASSERT_TRUE(output->Record(1, "2.5", std::string(64, 'a')).ok());
-  EXPECT_EQ(output->Complete(layout, image.data(), {}).code(), "TRAINING_INCOMPLETE");
+  EXPECT_EQ(output->Complete(layout, image.data(), {}, {}).code(), "TRAINING_INCOMPLETE");
   ASSERT_TRUE(output->Record(2, "2.25", digests.state).ok());
-  ASSERT_TRUE(output->Complete(layout, image.data(), {{"platform", "cpu"}}).ok());
+  ASSERT_TRUE(output->Complete(layout, image.data(), {{"platform", "cpu"}}, {3, 0}).ok());
   EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.jsonl", "result.json",
                                                  "state.safetensors"}));
   nlohmann::json result =
@@ -104,6 +104,7 @@ TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   EXPECT_EQ(result["final_opt_state_sha256"], digests.opt);
   EXPECT_EQ(result["rank_files"], nlohmann::json({"rank-0.jsonl", "rank-1.jsonl"}));
   EXPECT_EQ(result["complete"], true);
+  EXPECT_EQ(result["confirmed_replays"], nlohmann::json({3, 0}));
   EXPECT_EQ(result["state_file"], "state.safetensors");
   Result<StateDigests> from_file = DigestStateFile((directory_ / "state.safetensors").string());
   ASSERT_TRUE(from_file.ok());
