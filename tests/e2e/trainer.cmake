@@ -3,7 +3,7 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_job.Failures
                   test_resume.KillAndResume test_resume.RestartsAndDisks
                   test_out_dir_safety.SymlinkedNames test_out_dir_safety.TransactionalResume
-                  test_out_dir_safety.RefusedStarts)
+                  test_out_dir_safety.RefusedStarts test_rewrite_check.RewriteCheck)
   string(REPLACE "test_" "" test_name ${test_case})
   add_test(NAME e2e.trainer.${test_name}
            COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}
