@@ -106,9 +106,10 @@ Result<std::vector<std::string>> OutDir::List() const {
 
 Result<int> OutDir::CreateFile(std::string_view name, const std::string& exists_code) const {
   // O_EXCL never follows a link, O_NOFOLLOW says so twice: whatever is there
-  // already, nothing outside this directory is opened.
+  // already, nothing outside this directory is opened. O_RDWR: a receipt
+  // file is read back before each line (trainer/output/receipt_file.h).
   int fd = ::openat(fd_, Name(name).c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd >= 0) return fd;
   if (errno != EEXIST) return ErrnoStatus("create " + PathOf(name));
   DMLP_ASSIGN_OR_RETURN(Kind kind, KindOf(name));

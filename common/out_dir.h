@@ -45,7 +45,7 @@ class OutDir {
   Result<Kind> KindOf(std::string_view name) const;
   /// Names of the entries (not "." or ".."), sorted.
   Result<std::vector<std::string>> List() const;
-  /// A new file opened for writing (O_EXCL|O_NOFOLLOW, no O_APPEND). An entry
+  /// A new file opened for reading and writing (O_EXCL|O_NOFOLLOW, no O_APPEND). An entry
   /// already there is `exists_code` when it is a regular file, OUTPUT_NOT_REGULAR otherwise.
   Result<int> CreateFile(std::string_view name, const std::string& exists_code) const;
   /// Opens an existing regular file for reading; a link is OUTPUT_NOT_REGULAR, absence NOT_FOUND.

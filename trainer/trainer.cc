@@ -131,6 +131,17 @@ Status BlamePeerLoss(Status status, const PeerLoss& loss) {
   return status;
 }
 
+/// Rank 0: every rank's RunOutput::confirmed_replays(), indexed by rank.
+Result<std::vector<int64_t>> GatherConfirmedReplays(const Plan& plan, Rendezvous& rendezvous) {
+  std::vector<int64_t> counts;
+  for (int64_t rank = 0; rank < plan.num_processes; ++rank) {
+    DMLP_ASSIGN_OR_RETURN(std::string value,
+                          rendezvous.Get("confirmed-replays/" + std::to_string(rank)));
+    counts.push_back(std::stoll(value));  // written just above by that rank's own code
+  }
+  return counts;
+}
+
 /// Everything after the rendezvous: backend, state, training, result files.
 Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
                  StartingPoint start, int64_t kill_step,
@@ -167,9 +178,17 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                std::chrono::duration<double>(loop_start - started).count());
 
   // Like the reference: result files only once every rank has all its receipts.
+  // Each rank's count of confirmed replays travels with the barrier to rank 0's result.json.
+  DMLP_RETURN_IF_ERROR(rendezvous.Set("confirmed-replays/" + std::to_string(plan.process_id),
+                                      std::to_string(output.confirmed_replays())));
   DMLP_RETURN_IF_ERROR(rendezvous.Barrier("training-complete"));
+  std::vector<int64_t> confirmed_replays;
+  if (plan.process_id == 0) {
+    DMLP_ASSIGN_OR_RETURN(confirmed_replays, GatherConfirmedReplays(plan, rendezvous));
+  }
   const uint8_t* final_image = start.image.empty() ? digests.last_image() : start.image.data();
-  DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend)));
+  DMLP_RETURN_IF_ERROR(output.Complete(layout, final_image, RunFingerprint(plan, *backend),
+                                       confirmed_replays));
   DMLP_RETURN_IF_ERROR(rendezvous.Barrier("artifact-complete"));
   if (start.lock) start.lock->Finish();  // a finished run directory keeps no lock file
   return Status::Ok();

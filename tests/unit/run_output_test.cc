@@ -83,6 +83,26 @@ TEST_F(RunOutputTest, AFinishedRunIsOutputAlreadyComplete) {
   EXPECT_EQ(Listing(), std::vector<std::string>{"result.json"});
 }
 
+TEST_F(RunOutputTest, MetricsLinesAreCheckedOnRewriteLikeReceipts) {
+  const std::string hash(64, 'a');
+  Result<RunOutput> output = RunOutput::Open(plan_);
+  ASSERT_TRUE(output.ok());
+  ASSERT_TRUE(output->Record(1, "2.5", hash).ok());
+  // A restore onto newer files: rank-0.jsonl holds step 2 as this rank will
+  // write it, metrics.jsonl holds another step 2.
+  const std::string rank_line = FormatReceiptLine({2, "2.25", hash, 0});
+  const std::string other_metrics_line = FormatReceiptLine({2, "9.75", hash, std::nullopt});
+  std::ofstream(directory_ / "rank-0.jsonl", std::ios::app) << rank_line;
+  std::ofstream(directory_ / "metrics.jsonl", std::ios::app) << other_metrics_line;
+  Status status = output->Record(2, "2.25", hash);
+  EXPECT_EQ(status.code(), "REPLAY_DIVERGED");
+  EXPECT_NE(status.detail().find("step=2 rank=0 " + (directory_ / "metrics.jsonl").string()),
+            std::string::npos)
+      << status.ToString();
+  EXPECT_EQ(*ReadFileToString((directory_ / "metrics.jsonl").string()),
+            FormatReceiptLine({1, "2.5", hash, std::nullopt}) + other_metrics_line);
+}
+
 TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   StateLayout layout = *StateLayout::Create(plan_.model);
   std::vector<uint8_t> image(layout.image_bytes(), 0);
@@ -91,9 +111,9 @@ TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   Result<RunOutput> output = RunOutput::Open(plan_);
   ASSERT_TRUE(output.ok());
   ASSERT_TRUE(output->Record(1, "2.5", std::string(64, 'a')).ok());
-  EXPECT_EQ(output->Complete(layout, image.data(), {}).code(), "TRAINING_INCOMPLETE");
+  EXPECT_EQ(output->Complete(layout, image.data(), {}, {}).code(), "TRAINING_INCOMPLETE");
   ASSERT_TRUE(output->Record(2, "2.25", digests.state).ok());
-  ASSERT_TRUE(output->Complete(layout, image.data(), {{"platform", "cpu"}}).ok());
+  ASSERT_TRUE(output->Complete(layout, image.data(), {{"platform", "cpu"}}, {3, 0}).ok());
   EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.jsonl", "result.json",
                                                  "state.safetensors"}));
   nlohmann::json result =
@@ -104,6 +124,7 @@ TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   EXPECT_EQ(result["final_opt_state_sha256"], digests.opt);
   EXPECT_EQ(result["rank_files"], nlohmann::json({"rank-0.jsonl", "rank-1.jsonl"}));
   EXPECT_EQ(result["complete"], true);
+  EXPECT_EQ(result["confirmed_replays"], nlohmann::json({3, 0}));
   EXPECT_EQ(result["state_file"], "state.safetensors");
   Result<StateDigests> from_file = DigestStateFile((directory_ / "state.safetensors").string());
   ASSERT_TRUE(from_file.ok());

@@ -22,7 +22,8 @@ std::string PathIn(const Plan& plan, const std::string& name) { return plan.out_
 
 nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string& final_loss,
                               const std::string& params_sha256, const StateDigests& digests,
-                              const nlohmann::json& fingerprint) {
+                              const nlohmann::json& fingerprint,
+                              const std::vector<int64_t>& confirmed_replays) {
   nlohmann::json rank_files = nlohmann::json::array();
   for (int64_t rank = 0; rank < plan.num_processes; ++rank) rank_files.push_back(RankFileName(rank));
   // The reference's fields (runtime.py Output.complete + train.py details),
@@ -30,6 +31,7 @@ nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string
   return {
       {"build", BuildDocument(ThisBuild())},
       {"complete", true},
+      {"confirmed_replays", confirmed_replays},
       {"dataset", "deterministic globally indexed Philox4x32-10 features and labels"},
       {"digest_cost", "copies the state to host memory each step; hashed on a background thread "
                       "while the next step computes"},
@@ -105,11 +107,13 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
     DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, out.CreateFile(kMetricsFile, "OUTPUT_EXISTS"));
     output.created_.push_back(out.PathOf(kMetricsFile));
     output.cleanups_.emplace_back(out.fd(), kMetricsFile, output.metrics_fd_, true);
+    output.metrics_file_ = ReceiptFile(output.metrics_fd_, out.PathOf(kMetricsFile), plan.process_id);
   }
   const std::string rank_name = RankFileName(plan.process_id);
   DMLP_ASSIGN_OR_RETURN(output.rank_fd_, out.CreateFile(rank_name, "OUTPUT_EXISTS"));
   output.created_.push_back(out.PathOf(rank_name));
   output.cleanups_.emplace_back(out.fd(), rank_name.c_str(), output.rank_fd_, true);
+  output.rank_file_ = ReceiptFile(output.rank_fd_, out.PathOf(rank_name), plan.process_id);
   return output;
 }
 
@@ -135,7 +139,10 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
     : plan_(std::move(other.plan_)),
       rank_fd_(std::exchange(other.rank_fd_, -1)),
       metrics_fd_(std::exchange(other.metrics_fd_, -1)),
+      rank_file_(std::move(other.rank_file_)),
+      metrics_file_(std::move(other.metrics_file_)),
       last_step_(other.last_step_),
+      confirmed_replays_(other.confirmed_replays_),
       last_loss_(std::move(other.last_loss_)),
       last_hash_(std::move(other.last_hash_)),
       prior_(std::move(other.prior_)),
@@ -165,20 +172,23 @@ Status RunOutput::Record(int64_t step, const std::string& loss, const std::strin
   if (step <= static_cast<int64_t>(prior_.size())) {
     const Receipt& old = prior_[step - 1];
     if (old.loss != loss || old.params_sha256 != params_sha256)
-      return Status::Error("REPLAY_DIVERGED",
-                           "step=" + std::to_string(step) + " rank=" + std::to_string(plan_.process_id) +
-                               " earlier loss=" + old.loss + " params_sha256=" + old.params_sha256 +
-                               ", now loss=" + loss + " params_sha256=" + params_sha256);
+      return ReplayDiverged(step, plan_.process_id,
+                            "earlier loss=" + old.loss + " params_sha256=" + old.params_sha256 +
+                                ", now loss=" + loss + " params_sha256=" + params_sha256);
   }
+  // The same replay, checked byte for byte against the files themselves: a
+  // process restored to an earlier point finds its later lines already there.
   Receipt receipt{step, loss, params_sha256, plan_.process_id};
-  DMLP_RETURN_IF_ERROR(WriteAll(rank_fd_, FormatReceiptLine(receipt), RankFileName(plan_.process_id)));
+  DMLP_ASSIGN_OR_RETURN(LineOutcome outcome, rank_file_.Put(step, FormatReceiptLine(receipt)));
   if (metrics_fd_ >= 0) {
     receipt.rank.reset();
-    DMLP_RETURN_IF_ERROR(WriteAll(metrics_fd_, FormatReceiptLine(receipt), kMetricsFile));
+    DMLP_ASSIGN_OR_RETURN(LineOutcome metrics_outcome, metrics_file_.Put(step, FormatReceiptLine(receipt)));
+    (void)metrics_outcome;  // a step counts once, by its rank file
     std::printf("METRIC step=%lld loss=%s params_sha256=%s\n", static_cast<long long>(step),
                 loss.c_str(), params_sha256.c_str());
     std::fflush(stdout);
   }
+  if (outcome == LineOutcome::kConfirmed) ++confirmed_replays_;
   last_step_ = step;
   last_loss_ = loss;
   last_hash_ = params_sha256;
@@ -186,7 +196,8 @@ Status RunOutput::Record(int64_t step, const std::string& loss, const std::strin
 }
 
 Status RunOutput::Complete(const StateLayout& layout, const uint8_t* final_image,
-                           const nlohmann::json& fingerprint) {
+                           const nlohmann::json& fingerprint,
+                           const std::vector<int64_t>& confirmed_replays) {
   if (last_step_ != plan_.steps)
     return Status::Error("TRAINING_INCOMPLETE", "last step " + std::to_string(last_step_));
   if (plan_.process_id != 0) return Status::Ok();
@@ -203,7 +214,8 @@ Status RunOutput::Complete(const StateLayout& layout, const uint8_t* final_image
                                        {"final_params_sha256", digests.params},
                                        {"final_opt_state_sha256", digests.opt}}));
   nlohmann::json document =
-      ResultDocument(plan_, plan_.steps, last_loss_, last_hash_, digests, fingerprint);
+      ResultDocument(plan_, plan_.steps, last_loss_, last_hash_, digests, fingerprint,
+                     confirmed_replays);
   return WriteFileAtomically(PathIn(plan_, kResultFile), PyJsonDumps(document, 2) + "\n");
 }
 

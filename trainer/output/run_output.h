@@ -5,9 +5,10 @@
 //   metrics.jsonl    rank 0, the same lines without "rank"
 //   stdout           rank 0, "METRIC step=S loss=L params_sha256=H"
 //   state.safetensors, result.json   rank 0, once all ranks finished
-// Receipt files are created exclusively and each line goes out in one write()
-// through a descriptor without O_APPEND: a process restored from a freeze
-// rewrites the same bytes at the same offsets.
+// Receipt files are created exclusively and each line goes out with pwrite at
+// the rank's own offset, checked first against what the file holds
+// (receipt_file.h): a process restored from a freeze confirms the lines that
+// are already there, and never overwrites or leaves a hole.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "common/state_digest.h"
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/output/receipt_file.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 
@@ -62,11 +64,15 @@ class RunOutput {
   /// REQUIRES: steps are recorded in order 1, 2, ...
   Status Record(int64_t step, const std::string& loss, const std::string& params_sha256);
   /// Rank 0: writes state.safetensors then result.json (atomically, in that order).
-  /// `fingerprint` is the platform description (Backend::Fingerprint plus plan facts).
+  /// `fingerprint` is the platform description (Backend::Fingerprint plus plan facts);
+  /// `confirmed_replays` holds each rank's confirmed_replays(), indexed by rank.
   Status Complete(const StateLayout& layout, const uint8_t* final_image,
-                  const nlohmann::json& fingerprint);
+                  const nlohmann::json& fingerprint, const std::vector<int64_t>& confirmed_replays);
 
   int64_t last_step() const { return last_step_; }
+  /// Steps whose receipt line this rank found already written, identical
+  /// (a process restored to an earlier point replaying them).
+  int64_t confirmed_replays() const { return confirmed_replays_; }
 
  private:
   explicit RunOutput(const Plan& plan) : plan_(plan) {}
@@ -75,7 +81,9 @@ class RunOutput {
   Plan plan_;
   int rank_fd_ = -1;
   int metrics_fd_ = -1;  // rank 0 only
+  ReceiptFile rank_file_, metrics_file_;  // checked writers over the two descriptors
   int64_t last_step_ = 0;
+  int64_t confirmed_replays_ = 0;
   std::string last_loss_, last_hash_;
   std::vector<Receipt> prior_;  // an earlier attempt's receipts, to replay against
   std::vector<std::string> created_;  // paths of the receipt files Open created
