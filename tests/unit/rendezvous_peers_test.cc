@@ -29,17 +29,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FreePort;
+using testing::ManualClock;
 using testing::RendezvousTestOptions;
 using testing::RunRanks;
-
-class ManualClock final : public WaitClock {
- public:
-  std::chrono::nanoseconds Now() override { return now_; }
-  void Advance(std::chrono::nanoseconds by) { now_ += by; }
-
- private:
-  std::chrono::nanoseconds now_{1'000'000'000};
-};
 
 RendezvousOptions JobOptions(int port, int rank, int world_size, const std::string& job_id,
                              std::string fingerprint = "BATCH=16\nSEED=1", int timeout_seconds = 10) {

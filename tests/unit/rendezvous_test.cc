@@ -22,22 +22,14 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FreePort;
+using testing::ManualClock;
 using testing::RendezvousTestOptions;
 using testing::RunRanks;
-
-class FakeClock final : public WaitClock {
- public:
-  std::chrono::nanoseconds Now() override { return now_; }
-  void Advance(std::chrono::nanoseconds by) { now_ += by; }
-
- private:
-  std::chrono::nanoseconds now_{1'000'000'000};
-};
 
 // ---- PeerWait -------------------------------------------------------------
 
 TEST(PeerWaitTest, SilentPeerExpiresAfterBudgetOfRunningTime) {
-  FakeClock clock;
+  ManualClock clock;
   PeerWait wait(1000ms, clock);
   int slices = 0;
   while (!wait.Expired()) {
@@ -53,7 +45,7 @@ TEST(PeerWaitTest, SilentPeerExpiresAfterBudgetOfRunningTime) {
 }
 
 TEST(PeerWaitTest, FreezeOfTenTimesTheBudgetDoesNotExpire) {
-  FakeClock clock;
+  ManualClock clock;
   PeerWait wait(1000ms, clock);
   int slice = wait.BeginSlice();
   clock.Advance(10s);  // SIGSTOP during poll(): the process did not run for 10 x budget
@@ -72,7 +64,7 @@ TEST(PeerWaitTest, FreezeOfTenTimesTheBudgetDoesNotExpire) {
 }
 
 TEST(PeerWaitTest, FreezeBetweenSlicesIsNotCountedEither) {
-  FakeClock clock;
+  ManualClock clock;
   PeerWait wait(1000ms, clock);
   clock.Advance(50ms);  // work before the first slice
   wait.BeginSlice();
@@ -88,7 +80,7 @@ TEST(PeerWaitTest, FreezeBetweenSlicesIsNotCountedEither) {
 }
 
 TEST(PeerWaitTest, SlowSliceOnALoadedMachineCountsInFull) {
-  FakeClock clock;
+  ManualClock clock;
   PeerWait wait(1000ms, clock);
   wait.BeginSlice();
   clock.Advance(900ms);  // late wake-up, but well under the freeze threshold
@@ -98,7 +90,7 @@ TEST(PeerWaitTest, SlowSliceOnALoadedMachineCountsInFull) {
 }
 
 TEST(PeerWaitTest, LastSliceIsClampedToTheRemainingBudget) {
-  FakeClock clock;
+  ManualClock clock;
   PeerWait wait(250ms, clock);
   EXPECT_EQ(wait.BeginSlice(), 200);
   clock.Advance(200ms);

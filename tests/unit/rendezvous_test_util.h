@@ -1,4 +1,4 @@
-// defines: FreePort, RunRanks, RendezvousTestOptions
+// defines: FreePort, RunRanks, RendezvousTestOptions, ManualClock
 //
 // Helpers for tests that run several ranks as threads on 127.0.0.1.
 #pragma once
@@ -8,11 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "trainer/rendezvous/peer_wait.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp::testing {
@@ -49,5 +51,15 @@ inline void RunRanks(int world_size, const std::function<void(int)>& body) {
   for (int rank = 0; rank < world_size; ++rank) threads.emplace_back(body, rank);
   for (auto& thread : threads) thread.join();
 }
+
+/// A WaitClock that moves only when a test advances it.
+class ManualClock final : public WaitClock {
+ public:
+  std::chrono::nanoseconds Now() override { return now_; }
+  void Advance(std::chrono::nanoseconds by) { now_ += by; }
+
+ private:
+  std::chrono::nanoseconds now_{1'000'000'000};
+};
 
 }  // namespace dmlp::testing

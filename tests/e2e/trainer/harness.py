@@ -90,6 +90,17 @@ def alive(pid):
         return False
 
 
+def stopped(pid):
+    """True once every thread of the process is stopped (SIGSTOP is delivered asynchronously)."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                return False
+        except OSError:
+            pass
+    return True
+
+
 def wait_for(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -18,7 +18,7 @@ import unittest
 from pathlib import Path
 
 from harness import (LAUNCH, TRAIN, JobTestCase, alive, children_of, job_env, launch,
-                     line_count, rank_pids, run, wait_for)
+                     line_count, rank_pids, run, stopped, wait_for)
 
 STEPS = 10
 CHECKPOINTED = {"STEPS": STEPS, "CHECKPOINT_EVERY": 2, "DATA_SHARDS": 4}
@@ -62,17 +62,6 @@ def listening(port):
             if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
                 return True
     return False
-
-
-def stopped(pid):
-    """True once every thread of the process is stopped (SIGSTOP is delivered asynchronously)."""
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
-                return False
-        except OSError:
-            pass
-    return True
 
 
 def forge_checkpoint(path):

@@ -13,24 +13,13 @@ import unittest
 from pathlib import Path
 
 from harness import (LAUNCH, TRAIN, JobTestCase, job_env, launch, line_count, rank_pids,
-                     verify, wait_for)
+                     stopped, verify, wait_for)
 
 # Many short steps, so the job is still running when a rank is stopped however
 # loaded the machine is; a long heartbeat, so the stopped rank's peer waits.
 PLAN = {"STEPS": 1500, "HEARTBEAT_TIMEOUT_SECONDS": 300}
 VICTIM = 1
 RANK_FILE = f"rank-{VICTIM}.jsonl"
-
-
-def stopped(pid):
-    """True once every thread of the process is stopped (SIGSTOP is delivered asynchronously)."""
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
-                return False
-        except OSError:
-            pass
-    return True
 
 
 class RewriteCheck(JobTestCase):
