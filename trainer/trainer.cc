@@ -143,14 +143,19 @@ Result<std::vector<int64_t>> GatherConfirmedReplays(const Plan& plan, Rendezvous
 }
 
 /// Everything after the rendezvous: backend, state, training, result files.
+// `backend_owner` receives the backend, so that on failure it outlives the
+// caller's report: destroying it closes the collectives' connections, and
+// peers that see them close fail at once, so the launcher could tear this
+// rank down before it said why.
 Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
                  StartingPoint start, int64_t kill_step,
-                 std::chrono::steady_clock::time_point started) {
+                 std::chrono::steady_clock::time_point started,
+                 std::unique_ptr<Backend>& backend_owner) {
   RunOutput& output = *start.output;
-  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
-                        plan.platform == Platform::kCpu
-                            ? CreateCpuBackend(plan, layout, rendezvous)
-                            : CreateCudaBackend(plan, layout, rendezvous));
+  DMLP_ASSIGN_OR_RETURN(backend_owner, plan.platform == Platform::kCpu
+                                           ? CreateCpuBackend(plan, layout, rendezvous)
+                                           : CreateCudaBackend(plan, layout, rendezvous));
+  Backend* backend = backend_owner.get();
   DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
   // Once per job, and only once the job has started (rendezvous and backend),
   // so a rank that fails to start prints nothing but its error.
@@ -219,11 +224,13 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   // From here every wait on a peer, collectives included, ends once a peer is
   // silent for the heartbeat while this rank runs (peer_monitor.h).
   Status status = plan.num_processes > 1 ? rendezvous->StartPeerMonitor() : Status::Ok();
+  std::unique_ptr<Backend> backend;  // kept until the failure is reported (RunJoined)
   if (status.ok()) {
     Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
-    status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started)
+    status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started, backend)
                         : start.status();
   }
+  if (status.ok()) backend.reset();  // as before: gone before the rendezvous closes
   status = BlamePeerLoss(std::move(status), *rendezvous->peer_loss());
   if (!status.ok()) {
     // Say why first, then leave without waiting for peers: those waiting on
