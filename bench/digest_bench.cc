@@ -36,6 +36,7 @@ class ImageBackend final : public Backend {
     for (size_t i = 0; i < bytes; ++i) image_[i] = uint8_t(i * 2654435761u >> 24);
   }
   nlohmann::json Fingerprint() const override { return nlohmann::json::object(); }
+  DeviceIdentity Device() const override { return {"cpu", "test", "", "", ""}; }
   Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
     return SnapshotBuffer(new uint8_t[image_.size()], &FreeHost);
   }

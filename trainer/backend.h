@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,17 @@
 namespace dmlp {
 
 class Rendezvous;
+
+/// Which device a rank computes on, as people name it: recorded per (re)start
+/// in rank-<r>.env.jsonl and named when a rank's state diverges, so that a
+/// faulty GPU or host can be found, not only a rank number.
+struct DeviceIdentity {
+  std::string kind;        // "cuda" or "cpu"
+  std::string name;        // "NVIDIA L4", or the CPU model
+  std::string uuid;        // "GPU-8f3c…" (CUDA); "" on the CPU
+  std::string pci_bus_id;  // "0000:3B:00.0" (CUDA); "" on the CPU
+  std::string driver;      // the CUDA version the driver supports, "12.8"; "" on the CPU
+};
 
 /// Host memory for one state image (page-locked on CUDA so copies can be async).
 using SnapshotBuffer = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
@@ -44,6 +56,8 @@ class Backend {
 
   /// Platform facts for result.json's fingerprint (device, libraries, threads).
   virtual nlohmann::json Fingerprint() const = 0;
+  /// The device this rank computes on (see DeviceIdentity).
+  virtual DeviceIdentity Device() const = 0;
   /// A host buffer of layout.image_bytes() suitable for BeginSnapshot.
   virtual Result<SnapshotBuffer> AllocateSnapshotBuffer() = 0;
   /// Replaces the whole state with a canonical image (initial or resumed state).

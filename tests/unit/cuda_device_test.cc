@@ -81,6 +81,12 @@ TEST(CudaDevice, VersionText) {
 }
 
 // On a machine without a GPU or driver: a clear error, not a crash.
+TEST(CudaDevice, UuidTextIsNvidiaSmis) {
+  const unsigned char bytes[16] = {0x8f, 0x3c, 0x2a, 0x1e, 0x00, 0x11, 0x22, 0x33,
+                                   0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xff};
+  EXPECT_EQ(cuda::UuidText(bytes), "GPU-8f3c2a1e-0011-2233-4455-66778899aaff");
+}
+
 TEST(CudaDevice, NoGpuIsCudaUnavailable) {
   const Result<int> count = cuda::VisibleDeviceCount();
   if (count.ok()) GTEST_SKIP() << "this machine has " << *count << " GPU(s)";

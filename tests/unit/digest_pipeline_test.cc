@@ -37,6 +37,7 @@ class FakeBackend final : public Backend {
   explicit FakeBackend(int64_t fail_copy_at = 0) : fail_copy_at_(fail_copy_at) {}
 
   nlohmann::json Fingerprint() const override { return nlohmann::json::object(); }
+  DeviceIdentity Device() const override { return {"cpu", "test", "", "", ""}; }
   Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
     ++allocations;
     ++live_buffers;

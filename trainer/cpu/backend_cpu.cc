@@ -78,6 +78,8 @@ class CpuBackend final : public Backend {
             {"collectives", collectives_ ? collectives_->Description() : "none (1 process)"}};
   }
 
+  DeviceIdentity Device() const override { return {"cpu", CpuModelName(), "", "", ""}; }
+
   Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
     return SnapshotBuffer(new uint8_t[layout_.image_bytes()], [](uint8_t* p) { delete[] p; });
   }

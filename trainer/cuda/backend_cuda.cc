@@ -154,6 +154,11 @@ class CudaBackend final : public Backend {
             {"cuda_env", CudaEnvironment()}};
   }
 
+  DeviceIdentity Device() const override {
+    return {"cuda", device_.name, device_.uuid, device_.pci_bus_id,
+            cuda::VersionText(device_.driver_version)};
+  }
+
   Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
     void* buffer = nullptr;
     CUDA_CHECK(cudaMallocHost(&buffer, layout_.image_bytes()));

@@ -56,12 +56,24 @@ Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices) {
   facts.compute_major = properties.major;
   facts.compute_minor = properties.minor;
   facts.total_memory = properties.totalGlobalMem;
+  facts.uuid = UuidText(reinterpret_cast<const unsigned char(&)[16]>(properties.uuid.bytes));
   char bus_id[32] = {};
   CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, facts.index));
   facts.pci_bus_id = bus_id;
   CUDA_CHECK(cudaDriverGetVersion(&facts.driver_version));
   CUDA_CHECK(cudaRuntimeGetVersion(&facts.runtime_version));
   return facts;
+}
+
+std::string UuidText(const unsigned char (&bytes)[16]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    text += kHex[bytes[i] >> 4];
+    text += kHex[bytes[i] & 0xf];
+  }
+  return text;
 }
 
 std::string VersionText(int cuda_version) {

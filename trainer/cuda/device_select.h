@@ -19,6 +19,7 @@ struct DeviceFacts {
   int index = 0;           // visible device ordinal (LOCAL_RANK, modulo the count when shared)
   std::string name;        // "NVIDIA H200"
   std::string pci_bus_id;  // "0000:19:00.0"
+  std::string uuid;        // "GPU-8f3c2a1e-…", as nvidia-smi -L prints it
   int sm_count = 0;        // bits are promised per (model, SM count)
   int compute_major = 0;
   int compute_minor = 0;
@@ -35,6 +36,9 @@ Result<int> VisibleDeviceCount();
 /// for the calling thread and describes it. CUDA_UNAVAILABLE as above;
 /// DEVICE_LAYOUT_INVALID when local_rank >= the count and devices are not shared.
 Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices = false);
+
+/// cudaDeviceProp::uuid as nvidia-smi prints it: "GPU-" and 8-4-4-4-12 hex digits.
+std::string UuidText(const unsigned char (&bytes)[16]);
 
 /// 12080 -> "12.8", 13000 -> "13.0" (cudaDriverGetVersion's encoding).
 std::string VersionText(int cuda_version);
