@@ -20,7 +20,9 @@ constexpr char kDescription[] =
     "SIGKILL after the grace period, exit with the failed rank's code (128+signal).\n"
     "With --restarts N the whole job is then started again with RESUME=1, up to N times;\n"
     "a signal to dmlp-launch (SIGINT, SIGTERM, SIGHUP, SIGQUIT) is never followed by a restart,\n"
-    "and the exit code is the last attempt's.\n"
+    "and the exit code is the last attempt's. A rank that diverged (exit code 4, RANK_DIVERGED)\n"
+    "or failed a shard audit (5) is not restarted unless --restart-on-divergence is given: the\n"
+    "restart would replay the same steps; a repeat at the same step names the suspect host.\n"
     "Exit codes: 0 all ranks 0; rank's code; 2 configuration; 125 internal;\n"
     "126 command not executable; 127 command not found.";
 
@@ -105,6 +107,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                  "After a rank fails and the job is torn down, start all ranks again with "
                  "RESUME=1, up to N times (default 0)")
       ->type_name("N");
+  app.add_flag("--restart-on-divergence", options.restart_on_divergence,
+               "With --restarts: also restart after a rank diverged or a shard audit failed "
+               "(exit code 4 or 5); a repeat at the same step and rank(s) is named as a "
+               "hardware suspect");
   app.add_option("--log-dir", log_dir,
                  "Also keep raw rank-R.stdout / rank-R.stderr files here; attempt k >= 2 of "
                  "--restarts writes rank-R.attempt-k.stdout / .stderr")
@@ -163,6 +169,7 @@ Result<LaunchConfig> ResolveConfig(const LaunchOptions& options, const Environme
   DMLP_ASSIGN_OR_RETURN(int64_t restarts,
                         OptionInteger("--restarts", options.restarts, 0, kMaxRestarts));
   config.restarts = static_cast<int>(restarts);
+  config.restart_on_divergence = options.restart_on_divergence;
   if (node_rank >= nnodes)
     return Status::Error(kConfigInvalid, "--node-rank " + std::to_string(node_rank) +
                                              " must be below --nnodes " + std::to_string(nnodes));

@@ -25,6 +25,7 @@ struct LaunchOptions {
   std::string grace = "30";            // --grace SECONDS: SIGTERM -> SIGKILL delay; 0 kills at once
   std::optional<std::string> log_dir;  // --log-dir DIR: raw rank-R.stdout / rank-R.stderr files
   std::string restarts = "0";          // --restarts N: restart all ranks after a rank failure
+  bool restart_on_divergence = false;  // --restart-on-divergence: also after exit code 4 or 5
   std::string nnodes = "1";            // --nnodes K: launchers (hosts) sharing the world
   std::string node_rank = "0";         // --node-rank J: which one this is, 0..K-1
   std::optional<std::string> show_ranks;  // --show-ranks LIST: ranks shown on the console
@@ -64,6 +65,9 @@ struct LaunchConfig {
   // Attempts after the first, each started (with RESUME=1) only when a rank of
   // the previous one failed; never after a signal to the launcher.
   int restarts = 0;
+  // Also restart after a rank diverged or a shard audit failed (exit code 4 or
+  // 5); without it such a failure ends the launch (restart_policy.h says why).
+  bool restart_on_divergence = false;
   std::string log_dir;  // empty: no log files
   RankFilter shown_ranks;
   std::vector<std::string> command;  // argv of every rank; command[0] as typed or the default

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launch/divergence_line.h"
+
 namespace dmlp {
 namespace {
 constexpr size_t kReadBytes = 64 * 1024;
@@ -61,7 +63,20 @@ void RankStream::Deliver(const char* data, size_t size) {
   if (!lines.empty()) Show(lines);
 }
 
+void RankStream::Watch(const std::string& lines) {
+  // Whole lines only (the prefixer's output), so a code cut by a pipe read is still seen.
+  if (!MentionsHardwareFault(lines)) return;
+  size_t start = 0;
+  while (start < lines.size()) {
+    size_t end = lines.find('\n', start);  // every line from the prefixer ends in '\n'
+    std::string_view line(lines.data() + start, end - start);
+    if (MentionsHardwareFault(line)) fault_line_ = line;
+    start = end + 1;
+  }
+}
+
 void RankStream::Show(const std::string& lines) {
+  Watch(lines);
   if (shown_) {
     console_.RankLines(kind_, lines);
     return;

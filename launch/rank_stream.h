@@ -4,7 +4,9 @@
 // read end, an optional raw log file (--log-dir), and a LinePrefixer so only
 // whole "[rank R] " lines reach the console. A stream hidden by --show-ranks
 // still feeds its log file and keeps its last lines, so a hidden rank that
-// fails first can still be explained.
+// fails first can still be explained. Every stream also keeps the last line
+// that names RANK_DIVERGED or SHARD_AUDIT_FAILED (divergence_line.h), so the
+// launcher can say where a rank diverged whether or not it was shown.
 #pragma once
 
 #include <deque>
@@ -40,10 +42,13 @@ class RankStream {
   void Close();
   /// The last lines of a hidden stream (prefixed); empty for a shown one.
   const std::deque<std::string>& hidden_tail() const { return hidden_tail_; }
+  /// The last line (prefixed) that named a hardware-fault code; empty when none did.
+  const std::string& fault_line() const { return fault_line_; }
 
  private:
   void Deliver(const char* data, size_t size);
   void Show(const std::string& lines);
+  void Watch(const std::string& lines);
 
   int rank_;
   StreamKind kind_;
@@ -53,6 +58,7 @@ class RankStream {
   bool shown_;
   LinePrefixer prefixer_;
   std::deque<std::string> hidden_tail_;
+  std::string fault_line_;
 };
 
 }  // namespace dmlp

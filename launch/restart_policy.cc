@@ -5,7 +5,7 @@
 namespace dmlp {
 
 RestartDecision DecideRestart(const JobReport& attempt, int number, int max_attempts,
-                              int stop_signal, pid_t stop_sender) {
+                              int stop_signal, pid_t stop_sender, bool restart_on_divergence) {
   RestartDecision decision;
   // Success, and a launch without --restarts, need no word: the summary reads as it always has.
   if (attempt.cause == JobCause::kAllSucceeded || max_attempts <= 1) return decision;
@@ -29,8 +29,18 @@ RestartDecision DecideRestart(const JobReport& attempt, int number, int max_atte
         "no restarts left (--restarts " + std::to_string(max_attempts - 1) + ")";
     return decision;
   }
+  // After "no restarts left": with none left the flag would not help, so it is not suggested.
+  if (attempt.divergence && !restart_on_divergence) {
+    decision.not_restarted = DivergenceNotRestarted(*attempt.divergence);
+    return decision;
+  }
   decision.restart = true;
   return decision;
+}
+
+std::string DivergenceNotRestarted(const Divergence& divergence) {
+  return DescribeDivergence(divergence) +
+         "; a restart replays the same steps — pass --restart-on-divergence to retry";
 }
 
 std::string RestartNotice(const JobReport& failed_attempt, int next_number, int max_attempts) {

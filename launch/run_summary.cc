@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "launch/hardware_suspect.h"
 #include "launch/proc_stat.h"
 
 namespace dmlp {
@@ -62,6 +63,15 @@ std::string Headline(const JobReport& report) {
   return "?";
 }
 
+// The attempt's first line, then what its divergence line said (if it had one).
+void AppendHeadline(const std::string& name, const JobReport& report,
+                    std::vector<std::string>* lines) {
+  lines->push_back(name + Headline(report));
+  if (report.divergence)
+    lines->push_back("  " + DescribeDivergence(*report.divergence) + ", on " +
+                     DescribeDevices(*report.divergence));
+}
+
 // How every rank but the first failure ended (only when the attempt did not succeed), then notes.
 void AppendDetails(const JobReport& report, std::vector<std::string>* lines) {
   if (report.cause != JobCause::kAllSucceeded) {
@@ -102,7 +112,8 @@ std::string FormatSeconds(double seconds) {
 }
 
 std::vector<std::string> SummaryLines(const JobReport& report) {
-  std::vector<std::string> lines = {Headline(report)};
+  std::vector<std::string> lines;
+  AppendHeadline("", report, &lines);
   AppendDetails(report, &lines);
   if (report.cause != JobCause::kAllSucceeded)
     lines.push_back("exit code " + std::to_string(report.ExitCode()));
@@ -110,8 +121,8 @@ std::vector<std::string> SummaryLines(const JobReport& report) {
 }
 
 std::vector<std::string> AttemptLines(const JobReport& attempt, int number, int max_attempts) {
-  std::vector<std::string> lines = {AttemptName(attempt, number, max_attempts) + ": " +
-                                    Headline(attempt)};
+  std::vector<std::string> lines;
+  AppendHeadline(AttemptName(attempt, number, max_attempts) + ": ", attempt, &lines);
   AppendDetails(attempt, &lines);
   return lines;
 }
@@ -129,10 +140,11 @@ std::vector<std::string> SummaryLines(const LaunchReport& report) {
   std::vector<std::string> lines;
   for (int i = 0; i + 1 < count; ++i) {
     const JobReport& attempt = report.attempts[static_cast<size_t>(i)];
-    lines.push_back(AttemptName(attempt, i + 1, report.max_attempts) + ": " + Headline(attempt));
+    AppendHeadline(AttemptName(attempt, i + 1, report.max_attempts) + ": ", attempt, &lines);
   }
   for (std::string& line : AttemptLines(last, count, report.max_attempts))
     lines.push_back(std::move(line));
+  for (std::string& line : HardwareSuspectLines(report.attempts)) lines.push_back(std::move(line));
   if (!report.not_restarted.empty()) lines.push_back("not restarted: " + report.not_restarted);
   lines.push_back("exit code " + std::to_string(report.ExitCode()) + " after " +
                   std::to_string(count) + " attempts in " + FormatSeconds(report.elapsed_seconds));

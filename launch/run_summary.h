@@ -9,9 +9,11 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "launch/divergence_line.h"
 #include "launch/exit_status.h"
 
 namespace dmlp {
@@ -53,6 +55,9 @@ struct JobReport {
   int world_size = 0;
   std::vector<RankReport> ranks;   // this node's ranks, by local rank
   std::vector<std::string> notes;  // leftovers, stuck processes, outputs left open
+  // Set when the first failure exited with code 4 or 5 (the hardware may be at
+  // fault): what its RANK_DIVERGED / SHARD_AUDIT_FAILED line said.
+  std::optional<Divergence> divergence;
 
   /// 0, the failed rank's code or 128+signal, or 128+the launcher's signal.
   int ExitCode() const;
@@ -72,7 +77,9 @@ struct LaunchReport {
   int ExitCode() const { return attempts.back().ExitCode(); }
 };
 
-/// The end-of-job lines (without the "dmlp-launch: " prefix).
+/// The end-of-job lines (without the "dmlp-launch: " prefix). A divergence
+/// adds "  rank 1 diverged at step 7 (RANK_DIVERGED), on host h1 (...)" under
+/// the attempt's first line, and with several attempts, HardwareSuspectLines.
 std::vector<std::string> SummaryLines(const JobReport& report);
 /// The end-of-launch lines: with one attempt, SummaryLines(attempt) (plus why
 /// it was not restarted); with several, one line per attempt, then the last

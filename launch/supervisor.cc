@@ -67,6 +67,9 @@ Status Supervisor::Prepare() {
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
+  char host[256] = {};
+  // Only for the summary's words about a divergence: a failure leaves "unknown".
+  host_name_ = gethostname(host, sizeof(host) - 1) == 0 && host[0] != 0 ? host : "unknown";
   DMLP_ASSIGN_OR_RETURN(executable_,
                         ResolveExecutable(config_.command.front(), config_.environment));
   if (!config_.log_dir.empty()) {

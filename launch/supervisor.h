@@ -120,6 +120,7 @@ class Supervisor {
   UniqueFd dev_null_;
   std::string executable_;                 // config_.command.front(), resolved once
   std::optional<rlimit> rank_file_limit_;  // set when the launcher lifted its own
+  std::string host_name_;                  // gethostname(): the host of a device label without one
   int stop_signal_ = 0;                    // first SIGINT/TERM/HUP/QUIT received in any phase
   pid_t stop_sender_ = 0;
   // For the current attempt.

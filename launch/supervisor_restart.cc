@@ -32,11 +32,13 @@ Result<LaunchReport> Supervisor::Run() {
     launch.attempts.push_back(std::move(attempt));
     const JobReport& ended = launch.attempts.back();
     RestartDecision decision =
-        DecideRestart(ended, number, launch.max_attempts, stop_signal_, stop_sender_);
+        DecideRestart(ended, number, launch.max_attempts, stop_signal_, stop_sender_,
+                      config_.restart_on_divergence);
     if (decision.restart) {
       // A signal that came after the attempt's loop ended still forbids the restart.
       DMLP_RETURN_IF_ERROR(ReadSignalsBetweenAttempts());
-      decision = DecideRestart(ended, number, launch.max_attempts, stop_signal_, stop_sender_);
+      decision = DecideRestart(ended, number, launch.max_attempts, stop_signal_, stop_sender_,
+                               config_.restart_on_divergence);
     }
     if (decision.restart) {
       for (const std::string& line : AttemptLines(ended, number, launch.max_attempts))

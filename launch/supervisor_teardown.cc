@@ -163,6 +163,17 @@ JobReport Supervisor::BuildReport() const {
   report.world_size = config_.world_size;
   for (const Rank& rank : ranks_) report.ranks.push_back(rank.report);
   report.notes = notes_;
+  if (failed_index_ >= 0) {
+    // Every rank prints the same line; the failed rank's own comes first.
+    const Rank& failed = ranks_[static_cast<size_t>(failed_index_)];
+    std::vector<std::string> lines;
+    if (!failed.err->fault_line().empty()) lines.push_back(failed.err->fault_line());
+    for (const Rank& rank : ranks_) {
+      if (!rank.err->fault_line().empty()) lines.push_back(rank.err->fault_line());
+    }
+    report.divergence =
+        DivergenceOf(failed.report.rank, failed.report.status, lines, host_name_);
+  }
   return report;
 }
 

@@ -154,6 +154,21 @@ TEST(LaunchOptions, RestartsAreStrict) {
   EXPECT_NE(help->print_and_exit->find("--restarts"), std::string::npos);
 }
 
+TEST(LaunchOptions, RestartOnDivergenceIsAFlag) {
+  EXPECT_FALSE(Resolve({"--restarts", "2"})->restart_on_divergence);
+  Result<LaunchConfig> asked = Resolve({"--restarts", "2", "--restart-on-divergence"});
+  ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+  EXPECT_TRUE(asked->restart_on_divergence);
+  // After COMMAND it belongs to the command.
+  Result<LaunchConfig> command = Resolve({"--restarts", "2", "sh", "--restart-on-divergence"});
+  ASSERT_TRUE(command.ok()) << command.status().ToString();
+  EXPECT_FALSE(command->restart_on_divergence);
+  EXPECT_EQ(command->command, (std::vector<std::string>{"sh", "--restart-on-divergence"}));
+  Result<CommandLine> help = Parse({"--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_NE(help->print_and_exit->find("--restart-on-divergence"), std::string::npos);
+}
+
 TEST(LaunchOptions, NodesSplitTheWorld) {
   Result<LaunchConfig> second = Resolve({"--nnodes", "2", "--node-rank", "1"});
   ASSERT_TRUE(second.ok()) << second.status().ToString();

@@ -61,25 +61,26 @@ JobReport StoppedBy(int signal) {
 }
 
 TEST(RestartPolicy, OnlyARankFailureWithRestartsLeftIsRestarted) {
-  EXPECT_TRUE(DecideRestart(Failed(3, 1), 1, 3, 0, 0).restart);
-  EXPECT_TRUE(DecideRestart(Failed(0, 1, SIGKILL), 2, 3, 0, 0).restart);
-  RestartDecision last = DecideRestart(Failed(3, 1), 3, 3, 0, 0);
+  EXPECT_TRUE(DecideRestart(Failed(3, 1), 1, 3, 0, 0, false).restart);
+  EXPECT_TRUE(DecideRestart(Failed(0, 1, SIGKILL), 2, 3, 0, 0, false).restart);
+  RestartDecision last = DecideRestart(Failed(3, 1), 3, 3, 0, 0, false);
   EXPECT_FALSE(last.restart);
   EXPECT_EQ(last.not_restarted, "no restarts left (--restarts 2)");
   // Nothing to say where nothing was to be restarted.
   for (const RestartDecision& quiet :
-       {DecideRestart(Succeeded(1), 1, 3, 0, 0), DecideRestart(Failed(3, 1), 1, 1, 0, 0),
-        DecideRestart(StoppedBy(SIGTERM), 1, 3, SIGTERM, 7)}) {
+       {DecideRestart(Succeeded(1), 1, 3, 0, 0, false),
+        DecideRestart(Failed(3, 1), 1, 1, 0, 0, false),
+        DecideRestart(StoppedBy(SIGTERM), 1, 3, SIGTERM, 7, false)}) {
     EXPECT_FALSE(quiet.restart);
     EXPECT_EQ(quiet.not_restarted, "");
   }
 }
 
 TEST(RestartPolicy, LauncherSignalAfterTheFailureForbidsTheRestart) {
-  RestartDecision decision = DecideRestart(Failed(3, 1), 1, 3, SIGINT, 77);
+  RestartDecision decision = DecideRestart(Failed(3, 1), 1, 3, SIGINT, 77, false);
   EXPECT_FALSE(decision.restart);
   EXPECT_EQ(decision.not_restarted, "dmlp-launch received SIGINT from pid 77");
-  EXPECT_EQ(DecideRestart(Failed(3, 1), 1, 3, SIGHUP, 0).not_restarted,
+  EXPECT_EQ(DecideRestart(Failed(3, 1), 1, 3, SIGHUP, 0, false).not_restarted,
             "dmlp-launch received SIGHUP");
 }
 
@@ -87,7 +88,7 @@ TEST(RestartPolicy, RankAliveAfterSigkillForbidsTheRestart) {
   JobReport attempt = Failed(3, 1);
   attempt.ranks[0].ending = RankEnding::kNotReaped;
   attempt.ranks[0].stuck_state = 'D';
-  RestartDecision decision = DecideRestart(attempt, 1, 3, 0, 0);
+  RestartDecision decision = DecideRestart(attempt, 1, 3, 0, 0, false);
   EXPECT_FALSE(decision.restart);
   EXPECT_EQ(decision.not_restarted,
             "a rank of attempt 1 is still alive after SIGKILL; new ranks must not start beside it");

@@ -8,6 +8,9 @@
 #   STAND_IN_FAIL_RANK    the rank that fails, once every rank has written its pid
 #                         file and the test has created $STAND_IN_DIR/go
 #   STAND_IN_FAIL_WITH    exit:N or signal:NAME (default exit:1)
+#   STAND_IN_FAIL_LINE    a line the failing rank prints on stderr just before it
+#                         fails (a dmlp-train error line such as RANK_DIVERGED: ...)
+#   STAND_IN_FAIL_LINE_RESUMED  the same when RESUME=1 (default STAND_IN_FAIL_LINE)
 #   STAND_IN_FAIL_ONCE    1: fail only while $STAND_IN_DIR/failed-once is absent
 #                         (created on failing), so a restarted attempt succeeds
 #   STAND_IN_IGNORE_TERM  1: ignore SIGTERM (inherited by its children too)
@@ -83,6 +86,9 @@ if [ $fail = yes ]; then
   how=${STAND_IN_FAIL_WITH:-exit:1}
   if [ "${STAND_IN_FAIL_ONCE:-0}" = 1 ]; then touch "$dir/failed-once"; fi
   echo "rank $rank failing with $how" >&2
+  line=${STAND_IN_FAIL_LINE:-}
+  if [ "${RESUME:-0}" = 1 ]; then line=${STAND_IN_FAIL_LINE_RESUMED:-$line}; fi
+  if [ -n "$line" ]; then printf '%s\n' "$line" >&2; fi
   case $how in
     exit:*) exit "${how#exit:}" ;;
     signal:*) kill -s "${how#signal:}" $$; sleep 5; exit 99 ;;
