@@ -23,6 +23,7 @@ table{border-collapse:collapse;width:100%}td,th{border:1px solid #d5dbe1;padding
 vertical-align:top;overflow-wrap:anywhere}th{background:#f1f4f7}table.run{width:auto;min-width:60%}
 table.run th{white-space:nowrap;font-weight:500}#findings th,#findings code,td.severity,td.step{white-space:nowrap}
 tr.error td.severity{color:#b42318;font-weight:600}tr.incomplete td.severity{color:#a26100;font-weight:600}
+tr.warning td.severity{color:#7a5c00;font-weight:600}
 code,.mono{font-family:ui-monospace,monospace;font-size:12px}
 svg{width:100%;height:auto;display:block}.plot{fill:#fbfcfd;stroke:#c9d1d9}
 .grid{stroke:#e6eaee}.tick{stroke:#57606a}text{font:12px system-ui,sans-serif;fill:#1d232a}

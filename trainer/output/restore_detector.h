@@ -21,8 +21,9 @@
 
 namespace dmlp {
 
-/// A jump of the realtime - monotonic offset above this is a restore, not noise
-/// (NTP slews the clock by milliseconds per second; it does not step it at run time).
+/// A jump of the realtime - monotonic offset above this is a restore, not noise:
+/// NTP's slewing adjusts both clocks alike, so only a step of the wall clock,
+/// a suspend or another monotonic clock moves the offset, and by seconds.
 inline constexpr int64_t kClockJumpToleranceMs = 5000;
 
 struct HostReading {
