@@ -3,8 +3,10 @@
 # dmlp-launch, dmlp-train and dmlp-verify built for sm_89 (L4) and sm_90
 # (H100/H200), tested, and installed on PATH.
 #
-#   docker build -t dmlp .
-#   docker run --rm --gpus all -v "$PWD/out:/workspace/out" -e OUT_DIR=/workspace/out/run-1 dmlp
+#   docker build -t dmlp --build-arg DMLP_GIT_COMMIT="$(git rev-parse HEAD)" \
+#     --build-arg DMLP_GIT_DIRTY="$(test -z "$(git status --porcelain)" && echo false || echo true)" .
+#   docker run --rm --gpus all -v "$PWD/out:/workspace/out" -e OUT_DIR=/workspace/out/run-1 \
+#     -e DMLP_IMAGE_ID="$(docker inspect -f '{{.Id}}' dmlp)" dmlp
 #
 # Stages: `base` (CUDA devel image + packages) is shared; `build` compiles and
 # runs the CPU test suite; the final image is `base` plus the installed
@@ -35,6 +37,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 FROM base AS build
+# The build's identity (common/build_info.h): the context has no .git
+# (.dockerignore), so the commit comes in as build arguments, which
+# tools/image-build.sh passes to CMake; left empty, the programs say
+# "commit: unknown". The image id exists only after the build: it comes in at
+# run time as DMLP_IMAGE_ID (README "Docker").
+ARG DMLP_GIT_COMMIT=""
+ARG DMLP_GIT_DIRTY=""
 WORKDIR /src/dmlp
 COPY . .
 # Configure Release for sm_89 and sm_90 with the CUDA platform required, build,

@@ -1,5 +1,7 @@
 #include "common/build_info.h"
 
+#include <cstdlib>
+
 namespace dmlp {
 namespace build_id {
 // Defined in the generated build_id.cc (cmake/build_id.cmake).
@@ -21,7 +23,7 @@ const BuildInfo& ThisBuild() {
   return build;
 }
 
-nlohmann::json BuildDocument(const BuildInfo& build) {
+nlohmann::json BuildDocument(const BuildInfo& build, const std::string& image_id) {
   nlohmann::json doc = {{"version", build.version},
                         {"git_commit", build.git_commit},
                         {"git_dirty", build.git_dirty},
@@ -30,7 +32,22 @@ nlohmann::json BuildDocument(const BuildInfo& build) {
   if (!build.cuda_architectures.empty()) doc["cuda_architectures"] = build.cuda_architectures;
   if (!build.cuda_toolkit.empty()) doc["cuda_toolkit"] = build.cuda_toolkit;
   if (!build.nccl_header.empty()) doc["nccl_header"] = build.nccl_header;
+  if (!image_id.empty()) doc["image_id"] = image_id;
   return doc;
+}
+
+Result<std::string> ImageIdFromEnvironment() {
+  const char* value = std::getenv("DMLP_IMAGE_ID");
+  if (value == nullptr) return std::string();
+  const std::string id(value);
+  // An id goes into every env line and result.json: bounded and plain, so it
+  // can never break a line or a report.
+  bool plain = id.size() <= 256;
+  for (char c : id) plain = plain && c > ' ' && c < 127;
+  if (!plain)
+    return Status::Error("ENV_INVALID", "DMLP_IMAGE_ID must be at most 256 printable ASCII "
+                                        "characters without spaces (an image id such as sha256:<hex>)");
+  return id;
 }
 
 std::string VersionText(const std::string& program) {

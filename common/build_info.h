@@ -1,4 +1,4 @@
-// defines: BuildInfo, ThisBuild, BuildDocument, VersionText
+// defines: BuildInfo, ThisBuild, BuildDocument, VersionText, ImageIdFromEnvironment
 //
 // The identity of the build a program runs from: dmlp's version, the git
 // commit of its sources (and whether they had uncommitted changes), the
@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
+
 namespace dmlp {
 
 struct BuildInfo {
@@ -32,8 +34,13 @@ struct BuildInfo {
 
 /// The build this program was compiled from.
 const BuildInfo& ThisBuild();
-/// result.json's `build` object (empty CUDA fields left out).
-nlohmann::json BuildDocument(const BuildInfo& build);
+/// result.json's `build` object (empty CUDA fields left out), with "image_id"
+/// when `image_id` is not empty.
+nlohmann::json BuildDocument(const BuildInfo& build, const std::string& image_id = "");
+/// DMLP_IMAGE_ID: the container image this process runs in, known only at run
+/// time (`docker run -e DMLP_IMAGE_ID=$(docker inspect -f {{.Id}} dmlp)`);
+/// "" when unset. ENV_INVALID when longer than 256 bytes or not printable ASCII.
+Result<std::string> ImageIdFromEnvironment();
 /// What `--version` prints: "<program> <version>", then one line per field (no final newline).
 std::string VersionText(const std::string& program);
 

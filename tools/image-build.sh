@@ -9,6 +9,9 @@
 #   tools/image-build.sh install PREFIX   the three programs, and run.sh, under PREFIX
 #
 # Environment:
+#   DMLP_GIT_COMMIT, DMLP_GIT_DIRTY  the sources' commit and whether they had
+#                          uncommitted changes (the Dockerfile's build arguments:
+#                          its context has no .git); passed to CMake when set
 #   DMLP_IMAGE_CMAKE_ARGS  more configure arguments, after the image's own (a
 #                          later -D wins); the rehearsal passes
 #                          -DDMLP_CUDA=OFF -DDMLP_WERROR=ON and its GoogleTest
@@ -18,6 +21,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${DMLP_JOBS:-$(nproc)}
 read -r -a extra_args <<<"${DMLP_IMAGE_CMAKE_ARGS:-}"
+identity_args=()
+if [[ -n "${DMLP_GIT_COMMIT:-}" ]]; then
+  identity_args=(-DDMLP_GIT_COMMIT="${DMLP_GIT_COMMIT}" -DDMLP_GIT_DIRTY="${DMLP_GIT_DIRTY:-unknown}")
+fi
 
 case "${1:-}" in
   build)
@@ -26,7 +33,8 @@ case "${1:-}" in
     # warnings are for CI and tools/rehearse.sh; a new GCC or nvcc warning
     # must not stop an image build. Benchmarks are not part of the image.
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDMLP_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="89;90" -DDMLP_BUILD_BENCH=OFF "${extra_args[@]}"
+      -DCMAKE_CUDA_ARCHITECTURES="89;90" -DDMLP_BUILD_BENCH=OFF ${identity_args[@]+"${identity_args[@]}"} \
+      "${extra_args[@]}"
     cmake --build build -j"${jobs}"
     ;;
   test)

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "common/build_info.h"
 #include "common/env.h"
 #include "common/float_repr.h"
 #include "trainer/backend.h"
@@ -157,6 +158,10 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                                            : CreateCudaBackend(plan, layout, rendezvous));
   Backend* backend = backend_owner.get();
   DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
+  // Where this rank runs, once its device is known (trainer/output/rank_env.h).
+  DMLP_RETURN_IF_ERROR(output.BeginEnvironment(start.done_steps > 0 ? "resume" : "start", [backend] {
+    return RankStack{DeviceDocument(backend->Device()), backend->Fingerprint()};
+  }));
   // Once per job, and only once the job has started (rendezvous and backend),
   // so a rank that fails to start prints nothing but its error.
   if (plan.process_id == 0)
@@ -209,6 +214,7 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   DMLP_RETURN_IF_ERROR(CheckPlanMemory(plan, DigestThreadsFor(plan) + 1));
   DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
   DMLP_ASSIGN_OR_RETURN(int64_t kill_step, KillStepForTests());
+  DMLP_RETURN_IF_ERROR(ImageIdFromEnvironment().status());  // refused before the rendezvous
   // Only look before the rendezvous (a refusal costs no rendezvous and leaves
   // nothing); create only once rank 0 holds OUT_DIR's lock (trainer/start.h).
   DMLP_RETURN_IF_ERROR(CheckBeforeRendezvous(plan));

@@ -10,8 +10,10 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/job_identity.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/progress.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/rank_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/receipt_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/replay.cc
+  ${CMAKE_CURRENT_LIST_DIR}/output/restore_detector.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/run_output.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/termination_cleanup.cc
   ${CMAKE_CURRENT_LIST_DIR}/start.cc

@@ -2,6 +2,8 @@
 
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace dmlp::verify {
 namespace {
@@ -21,7 +23,9 @@ void Flatten(const json& doc, const std::string& prefix, std::map<std::string, s
 std::set<std::string> IgnoredFields(bool ordered) {
   std::set<std::string> ignored = {"plan.out_dir",        "plan.steps",      "plan.checkpoint_every",
                                    "plan.resume",         "model.port",      "model.process_id",
-                                   "model.heartbeat_timeout_s", "fingerprint.blas.threads"};
+                                   "model.heartbeat_timeout_s", "fingerprint.blas.threads",
+                                   // which image a build ran in names a file, not the bits
+                                   "build.image_id"};
   if (ordered) {
     // The ordered reduction adds in dmlp's own code in shard order: the world
     // size and whatever carries the bytes cannot change a bit.
@@ -55,9 +59,76 @@ void CompareSection(const char* section, const json& golden, const json& run, co
     if (!golden_fields.contains(field)) report(field, "(absent)", value);
 }
 
-}  // namespace
+using Signature = std::map<std::string, std::string>;
 
-Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run) {
+// At most this many env reasons are listed (a 1024-rank job on other GPUs would list every rank).
+constexpr size_t kMaxEnvReasons = 16;
+
+// rank -> StackSignature of its last valid env line.
+std::map<int64_t, Signature> LastSignatures(const std::vector<RankEnvironment>& envs) {
+  std::map<int64_t, Signature> signatures;
+  for (const RankEnvironment& env : envs)
+    if (!env.records.empty()) signatures[env.rank] = StackSignature(env.records.back());
+  return signatures;
+}
+
+// "field: golden vs run; ..." for every field that differs.
+std::string Differences(const Signature& golden, const Signature& run) {
+  std::string text;
+  auto add = [&text](const std::string& field, const std::string& a, const std::string& b) {
+    text += (text.empty() ? "" : "; ") + field + ": " + a + " vs " + b;
+  };
+  for (const auto& [field, value] : golden) {
+    auto other = run.find(field);
+    if (other == run.end()) add(field, value, "(absent)");
+    else if (other->second != value) add(field, value, other->second);
+  }
+  for (const auto& [field, value] : run)
+    if (!golden.contains(field)) add(field, "(absent)", value);
+  return text;
+}
+
+// What differs between the two runs' ranks (comparability.h); empty when they
+// agree or either run has no env file.
+std::vector<std::string> CompareEnvironments(const std::vector<RankEnvironment>& golden_envs,
+                                             const std::vector<RankEnvironment>& run_envs) {
+  const auto golden = LastSignatures(golden_envs), run = LastSignatures(run_envs);
+  std::vector<std::string> reasons;
+  if (golden.empty() || run.empty()) return reasons;
+  bool same_ranks = golden.size() == run.size();
+  for (const auto& [rank, signature] : golden) same_ranks = same_ranks && run.contains(rank);
+  if (same_ranks) {
+    for (const auto& [rank, signature] : golden) {
+      const std::string differences = Differences(signature, run.at(rank));
+      if (!differences.empty()) reasons.push_back("rank " + std::to_string(rank) + " (env): " + differences);
+    }
+  } else {
+    // Other ranks: each rank's stack must be one the other run has on some rank.
+    auto unmatched = [&reasons](const std::map<int64_t, Signature>& side, const std::map<int64_t, Signature>& other,
+                                const char* side_name, bool side_is_golden) {
+      for (const auto& [rank, signature] : side) {
+        bool found = false;
+        for (const auto& [other_rank, other_signature] : other) found = found || other_signature == signature;
+        if (found) continue;
+        const Signature& closest = other.begin()->second;
+        reasons.push_back(std::string(side_name) + " rank " + std::to_string(rank) +
+                          " (env, no rank of the other run alike): " +
+                          (side_is_golden ? Differences(signature, closest) : Differences(closest, signature)));
+      }
+    };
+    unmatched(golden, run, "GOLDEN", true);
+    unmatched(run, golden, "RUN", false);
+  }
+  if (reasons.size() > kMaxEnvReasons) {
+    const size_t more = reasons.size() - kMaxEnvReasons;
+    reasons.resize(kMaxEnvReasons);
+    reasons.push_back(std::to_string(more) + " more ranks differ");
+  }
+  return reasons;
+}
+
+// The decision from result.json alone (comparability.h).
+Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run) {
   Comparability result;
   for (const auto& [doc, name] : {std::pair{&golden, "GOLDEN"}, std::pair{&run, "RUN"}}) {
     if (!*doc)
@@ -84,6 +155,22 @@ Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::o
     return result;  // unknown
   }
   result.kind = Comparability::Kind::kMustMatch;
+  return result;
+}
+
+}  // namespace
+
+Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run,
+                            const std::vector<RankEnvironment>& golden_envs,
+                            const std::vector<RankEnvironment>& run_envs) {
+  Comparability result = CompareResults(golden, run);
+  std::vector<std::string> env_reasons = CompareEnvironments(golden_envs, run_envs);
+  if (env_reasons.empty()) return result;
+  // A rank on another stack decides "not comparable" even where result.json
+  // could not (missing, or only rank 0's stack): the unknown's reasons go.
+  if (result.kind != Comparability::Kind::kNotComparable) result.reasons.clear();
+  result.kind = Comparability::Kind::kNotComparable;
+  for (std::string& reason : env_reasons) result.reasons.push_back(std::move(reason));
   return result;
 }
 

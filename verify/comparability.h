@@ -18,12 +18,22 @@
 // in the reference's format (no build, no fingerprint), or from a build with
 // uncommitted changes (its sources have no name), it is unknown; the verifier
 // then holds the runs to matching, as it always did.
+//
+// result.json records rank 0's stack only. Where both runs have env files
+// (rank-N.env.jsonl, rank_env_check.h), every rank's last line is compared
+// too: its device (kind, model, driver), libraries and build
+// (StackSignature), rank by rank where the two runs have the same ranks, as
+// sets otherwise. A difference makes the runs not comparable, with reasons
+// naming the rank ("rank 3: device.name: ..."), even when result.json is
+// missing on a side (a run still going); agreeing env files alone never make
+// runs "must match", since the plan is only in result.json.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "verify/rank_env_check.h"
 #include "verify/result_doc.h"
 
 namespace dmlp::verify {
@@ -34,8 +44,11 @@ struct Comparability {
   std::vector<std::string> reasons;  // what differs ("plan.seed: 42 vs 43"), or why it is unknown
 };
 
-/// Decides from the two result.json documents (absent or invalid: nullopt).
-Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run);
+/// Decides from the two result.json documents (absent or invalid: nullopt) and
+/// the two runs' env files (none: empty).
+Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run,
+                            const std::vector<RankEnvironment>& golden_envs = {},
+                            const std::vector<RankEnvironment>& run_envs = {});
 /// "must_match", "not_comparable" or "unknown".
 const char* ComparabilityName(Comparability::Kind kind);
 

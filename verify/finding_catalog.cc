@@ -5,6 +5,7 @@ namespace {
 
 constexpr Severity E = Severity::kError;
 constexpr Severity I = Severity::kIncomplete;
+constexpr Severity W = Severity::kWarning;
 constexpr Severity N = Severity::kInfo;
 
 // The meaning column is what --list-checks and verify/README.md print.
@@ -66,6 +67,10 @@ const std::vector<CheckInfo> kCatalog = {
     {"state.absent", N, "no state_file named (reference format): the receipts, their agreement across ranks and steps, and result.json's steps, final_loss and params_sha256 against the last receipt are checked; the final state itself is not (final_params_sha256 and final_opt_state_sha256 are taken on trust)"},
     {"state.invalid", E, "the state file named by result.json is missing, unsafe or not a valid state file"},
     {"state.digest_mismatch", E, "a digest recomputed from the state file differs from result.json or the last receipt"},
+    // Where each rank ran (rank-N.env.jsonl): never a failure, the receipts are the proof.
+    {"env.damaged", W, "a rank-N.env.jsonl line is not a valid record (torn, not JSON, a field missing or of the wrong type, another rank), or the file is not regular or larger than 1 MiB; skipped"},
+    {"env.stack_changed", W, "a rank's device, driver, libraries or build differ between two lines of its rank-N.env.jsonl (its process was restored or moved elsewhere mid-run)"},
+    {"env.mixed_devices", N, "the ranks' last rank-N.env.jsonl lines name different devices (kind and model)"},
     // --against.
     {"against.differs", E, "RUN's receipts differ from GOLDEN's at a step (first step reported; info when the runs are not comparable)"},
     {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's (info when the runs are not comparable)"},
@@ -87,6 +92,7 @@ std::string_view SeverityName(Severity severity) {
   switch (severity) {
     case Severity::kError: return "error";
     case Severity::kIncomplete: return "incomplete";
+    case Severity::kWarning: return "warning";
     case Severity::kInfo: return "info";
   }
   return "error";

@@ -5,7 +5,8 @@
 // (`dmlp-verify --list-checks` prints it; a unit test keeps the two equal).
 //
 // Severity decides the exit code: any error -> 1 (FAIL); otherwise any
-// incomplete -> 3 (INCOMPLETE; 0 with --allow-incomplete); info never changes it.
+// incomplete -> 3 (INCOMPLETE; 0 with --allow-incomplete); warning and info
+// never change it (a warning is worth a look, an info is only a fact).
 #pragma once
 
 #include <string_view>
@@ -13,7 +14,7 @@
 
 namespace dmlp::verify {
 
-enum class Severity { kError, kIncomplete, kInfo };
+enum class Severity { kError, kIncomplete, kWarning, kInfo };
 
 struct CheckInfo {
   std::string_view id;  // "<area>.<what>", stable
@@ -25,7 +26,7 @@ struct CheckInfo {
 const std::vector<CheckInfo>& FindingCatalog();
 /// The catalog entry for `id`, or nullptr for an unknown id.
 const CheckInfo* FindCheck(std::string_view id);
-/// "error", "incomplete" or "info".
+/// "error", "incomplete", "warning" or "info".
 std::string_view SeverityName(Severity severity);
 
 }  // namespace dmlp::verify

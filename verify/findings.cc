@@ -16,6 +16,7 @@ void FindingSink::Add(Finding finding) {
   switch (finding.severity) {
     case Severity::kError: ++errors_; break;
     case Severity::kIncomplete: ++incompletes_; break;
+    case Severity::kWarning: ++warnings_; break;
     case Severity::kInfo: ++infos_; break;
   }
   ++per_id_[finding.id];

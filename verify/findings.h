@@ -49,8 +49,9 @@ class FindingSink {
 
   size_t errors() const { return errors_; }
   size_t incompletes() const { return incompletes_; }
+  size_t warnings() const { return warnings_; }
   size_t infos() const { return infos_; }
-  size_t total() const { return errors_ + incompletes_ + infos_; }
+  size_t total() const { return errors_ + incompletes_ + warnings_ + infos_; }
   /// How many findings were counted but not kept.
   size_t dropped() const { return total() - kept_.size(); }
   /// How many findings with this id were counted.
@@ -62,7 +63,7 @@ class FindingSink {
   std::vector<Finding> kept_;
   std::map<std::pair<std::string, std::string>, size_t> per_id_file_;
   std::map<std::string, size_t, std::less<>> per_id_;
-  size_t errors_ = 0, incompletes_ = 0, infos_ = 0;
+  size_t errors_ = 0, incompletes_ = 0, warnings_ = 0, infos_ = 0;
 };
 
 }  // namespace dmlp::verify

@@ -23,6 +23,7 @@ table{border-collapse:collapse;width:100%}td,th{border:1px solid #d5dbe1;padding
 vertical-align:top;overflow-wrap:anywhere}th{background:#f1f4f7}table.run{width:auto;min-width:60%}
 table.run th{white-space:nowrap;font-weight:500}#findings th,#findings code,td.severity,td.step{white-space:nowrap}
 tr.error td.severity{color:#b42318;font-weight:600}tr.incomplete td.severity{color:#a26100;font-weight:600}
+tr.warning td.severity{color:#7a5c00;font-weight:600}
 code,.mono{font-family:ui-monospace,monospace;font-size:12px}
 svg{width:100%;height:auto;display:block}.plot{fill:#fbfcfd;stroke:#c9d1d9}
 .grid{stroke:#e6eaee}.tick{stroke:#57606a}text{font:12px system-ui,sans-serif;fill:#1d232a}
@@ -66,6 +67,17 @@ std::string PageEnd() {
          "</body></html>\n";
 }
 
+// Where each rank ran: one row per rank with an env file; nothing without them.
+std::string EnvironmentRows(const RunReport& run) {
+  std::string html;
+  for (size_t i = 0; i < run.environments.size() && i < kMaxSettings; ++i)
+    html += Row("rank " + std::to_string(run.environments[i].rank) + " ran on",
+                HtmlEscape(DescribeEnvironment(run.environments[i]), 400));
+  if (run.environments.size() > kMaxSettings)
+    html += Row("&hellip;", std::to_string(run.environments.size() - kMaxSettings) + " more ranks not shown");
+  return html;
+}
+
 std::string RunTable(const RunReport& run) {
   std::string html = "<table class=\"run\">";
   html += Row("run directory", "<span class=\"mono\">" + HtmlEscape(run.dir, 400) + "</span>");
@@ -75,6 +87,7 @@ std::string RunTable(const RunReport& run) {
   html += Row("result.json, state file", HtmlEscape(run.result_status) + ", " + HtmlEscape(run.state_status));
   html += Row("steps where ranks disagree", std::to_string(run.receipts.divergent_steps));
   if (run.trace) html += Row("last complete step", std::to_string(run.trace->last_complete_step()));
+  html += EnvironmentRows(run);
   for (size_t i = 0; i < run.settings.size() && i < kMaxSettings; ++i)
     html += Row("<span class=\"mono\">" + HtmlEscape(run.settings[i].first, 120) + "</span>",
                 HtmlEscape(run.settings[i].second, 300));
@@ -197,7 +210,8 @@ std::string FormatHtmlReport(const Report& report) {
   html += Header(verdict, report.exit_code,
                  std::to_string(run.processes) + " ranks &middot; " + std::to_string(run.receipts.last_step) +
                      " steps &middot; " + std::to_string(findings.errors()) + " error(s), " +
-                     std::to_string(findings.incompletes()) + " incomplete, " + std::to_string(findings.infos()) +
+                     std::to_string(findings.incompletes()) + " incomplete, " +
+                     std::to_string(findings.warnings()) + " warning(s), " + std::to_string(findings.infos()) +
                      " info &middot; <span class=\"mono\">" + HtmlEscape(run.dir, 400) + "</span>");
   // Pictures first (what a person looks for), then the details they point to.
   html += DivergenceSection(report);

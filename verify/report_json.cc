@@ -89,6 +89,7 @@ json ReportToJson(const Report& report) {
   json summary = SummaryToJson(report.run);
   summary["errors"] = report.findings.errors();
   summary["incompletes"] = report.findings.incompletes();
+  summary["warnings"] = report.findings.warnings();
   summary["infos"] = report.findings.infos();
   summary["findings_total"] = report.findings.total();
   summary["findings_shown"] = report.findings.kept().size();
@@ -96,12 +97,14 @@ json ReportToJson(const Report& report) {
   out["first_divergence"] = DivergenceToJson(report.first_divergence);
   out["ranks"] = RanksToJson(report.run);
   out["metrics"] = report.run.receipts.metrics ? FileToJson(*report.run.receipts.metrics) : json(nullptr);
+  out["environments"] = EnvironmentsToJson(report.run.environments);
   out["against_run"] = nullptr;
   if (report.against) {
     const RunReport& other = *report.against;
     out["against_run"] = {{"summary", SummaryToJson(other)},
                           {"ranks", RanksToJson(other)},
-                          {"metrics", other.receipts.metrics ? FileToJson(*other.receipts.metrics) : json(nullptr)}};
+                          {"metrics", other.receipts.metrics ? FileToJson(*other.receipts.metrics) : json(nullptr)},
+                          {"environments", EnvironmentsToJson(other.environments)}};
   }
   out["against_verdict"] = AgainstVerdictToJson(report.against_verdict);
   json findings = json::array();
@@ -119,6 +122,7 @@ json ErrorReportToJson(const VerifyOptions& options, const Status& error) {
   out["first_divergence"] = nullptr;
   out["ranks"] = json::array();
   out["metrics"] = nullptr;
+  out["environments"] = json::array();
   out["against_run"] = nullptr;
   out["against_verdict"] = nullptr;
   out["findings"] = json::array();

@@ -11,7 +11,7 @@
 //   exit_code     0 | 1 | 2 | 3, exactly the process exit status
 //   error         null, or "CODE: detail" when verdict is ERROR
 //   summary       {format, version, result, state, processes, steps,
-//                  errors, incompletes, infos, findings_total, findings_shown,
+//                  errors, incompletes, warnings, infos, findings_total, findings_shown,
 //                  divergent_steps}
 //   first_divergence  null, or {step, between: "ranks"|"runs",
 //                  groups: [[ranks...], ...] (between ranks, groups of equal
@@ -20,7 +20,10 @@
 //   ranks         [{rank, file, lines, records, first_step, last_step,
 //                   torn_last_line, last_loss, last_params_sha256}, ...]
 //   metrics       the same for metrics.jsonl (rank null), or null
-//   against_run   {summary, ranks, metrics} of GOLDEN, or null
+//   environments  where each rank ran (rank-N.env.jsonl; [] without them):
+//                 [{rank, file, damaged_lines, lines: [{line, event, after_step,
+//                   time, host, boot_id, why (null unless restored), device}]}]
+//   against_run   {summary, ranks, metrics, environments} of GOLDEN, or null
 //   against_verdict  null, or {comparability: "must_match"|"not_comparable"|
 //                 "unknown", reasons: [what differs, or why unknown],
 //                 outcome: "identical"|"diverged"|"run_shorter"|"golden_shorter",

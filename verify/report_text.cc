@@ -30,7 +30,11 @@ std::string RunLine(const RunReport& run) {
   line += ", state file " + run.state_status;
   if (run.receipts.divergent_steps > 0)
     line += ", ranks disagree at " + std::to_string(run.receipts.divergent_steps) + " steps";
-  return line + "\n";
+  line += "\n";
+  // Where each rank ran (rank-N.env.jsonl), one line per rank; nothing without env files.
+  for (const RankEnvironment& env : run.environments)
+    line += "dmlp-verify:   rank " + std::to_string(env.rank) + ": " + Printable(DescribeEnvironment(env), 400) + "\n";
+  return line;
 }
 
 // "dmlp-verify: against GOLDEN: must match; diverged at step 4 (params_sha256)".
@@ -84,7 +88,9 @@ std::string FormatHumanReport(const Report& report) {
   if (report.against_verdict) out += AgainstLine(report);
   const FindingSink& findings = report.findings;
   out += "dmlp-verify: " + Plural(findings.errors(), "error") + ", " + std::to_string(findings.incompletes()) +
-         " incomplete, " + std::to_string(findings.infos()) + " info";
+         " incomplete, ";
+  if (findings.warnings() > 0) out += Plural(findings.warnings(), "warning") + ", ";  // older outputs unchanged
+  out += std::to_string(findings.infos()) + " info";
   if (findings.dropped() > 0) out += " (" + std::to_string(findings.dropped()) + " more findings not listed)";
   if (report.first_divergence)
     out += "; first divergence between " + report.first_divergence->between + " at step " +

@@ -95,6 +95,12 @@ Result<DirListing> RunDir::List() const {
   while (struct dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
     if (!name.starts_with("rank-") || !name.ends_with(".jsonl")) continue;
+    if (name.ends_with(".env.jsonl")) {  // where a rank ran, not its receipts
+      const int64_t env_rank = RankOfEnvFileName(name);
+      if (env_rank >= 0 && listing.env_files.size() < kMaxRankFiles) listing.env_files[env_rank] = name;
+      errno = 0;
+      continue;
+    }
     int64_t rank = RankOfFileName(name);
     if (rank < 0) {
       if (listing.bad_rank_name_count++ < kMaxBadNamesKept) listing.bad_rank_names.push_back(name);
@@ -125,6 +131,12 @@ int64_t RankOfFileName(const std::string& name) {
     rank = rank * 10 + (c - '0');
   }
   return rank <= INT32_MAX ? rank : -1;
+}
+
+int64_t RankOfEnvFileName(const std::string& name) {
+  constexpr std::string_view kSuffix = ".env.jsonl";
+  if (!name.ends_with(kSuffix)) return -1;
+  return RankOfFileName(name.substr(0, name.size() - kSuffix.size()) + ".jsonl");
 }
 
 }  // namespace dmlp::verify

@@ -52,6 +52,7 @@ struct DirListing {
   size_t rank_file_count = 0;                 // all canonical names, even beyond kMaxRankFiles
   std::vector<std::string> bad_rank_names;    // "rank-*.jsonl" names that are not canonical
   size_t bad_rank_name_count = 0;
+  std::map<int64_t, std::string> env_files;  // rank -> "rank-N.env.jsonl" (canonical, at most kMaxRankFiles)
 };
 
 class RunDir {
@@ -76,5 +77,7 @@ class RunDir {
 
 /// The rank of a canonical "rank-<N>.jsonl" name (N without leading zeros, < 2^31), or -1.
 int64_t RankOfFileName(const std::string& name);
+/// The rank of a canonical "rank-<N>.env.jsonl" name (rank_env_check.h), or -1.
+int64_t RankOfEnvFileName(const std::string& name);
 
 }  // namespace dmlp::verify

@@ -133,6 +133,7 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool tra
   const size_t incompletes_before = sink.incompletes();
   DMLP_ASSIGN_OR_RETURN(DirListing listing, dir.List());
   DMLP_ASSIGN_OR_RETURN(std::optional<ResultDoc> doc, ReadResult(dir, report, sink));
+  DMLP_ASSIGN_OR_RETURN(report.environments, ReadEnvironments(dir, listing, sink));
   DMLP_ASSIGN_OR_RETURN(auto rank_files, SelectRankFiles(dir, listing, doc, report, sink));
   if (rank_files.empty()) sink.Add(Finding::Of("ranks.none", dir.path(), "no receipt file to read"));
   DMLP_ASSIGN_OR_RETURN(RunFile metrics, dir.OpenFile("metrics.jsonl"));
@@ -169,7 +170,8 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
   const ReceiptFile golden{&golden_dir, golden_ranks.front().name, *golden_ranks.front().rank};
   const ReceiptFile run{&run_dir, run_ranks.front().name, *run_ranks.front().rank};
   AgainstVerdict verdict;
-  verdict.comparability = CompareSetups(report.against->result, report.run.result);
+  verdict.comparability = CompareSetups(report.against->result, report.run.result,
+                                        report.against->environments, report.run.environments);
   // Unknown comparability is held to matching, as before (no finding; the
   // verdict line says so); --require-comparable refuses it too.
   const bool not_comparable = verdict.comparability.kind == Comparability::Kind::kNotComparable;

@@ -18,6 +18,7 @@
 #include "verify/compare.h"
 #include "verify/comparability.h"
 #include "verify/findings.h"
+#include "verify/rank_env_check.h"
 #include "verify/receipt_set.h"
 #include "verify/run_trace.h"
 
@@ -44,6 +45,7 @@ struct RunReport {
   ReceiptSetSummary receipts;
   std::vector<std::pair<std::string, std::string>> settings;  // result.json's plan/model/fingerprint
   std::shared_ptr<const RunTrace> trace;  // when VerifyOptions::trace
+  std::vector<RankEnvironment> environments;  // rank-N.env.jsonl files, rank order (may be none)
 };
 
 /// --against's verdict: must the runs match, and do they.

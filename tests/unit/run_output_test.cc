@@ -60,7 +60,7 @@ TEST_F(RunOutputTest, AStartThatFailsBeforeItsFirstStepLeavesNoFiles) {
     ASSERT_TRUE(output.ok());
     ASSERT_TRUE(output->Record(1, "2.5", std::string(64, 'c')).ok());
   }
-  EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.jsonl"}));
+  EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.env.jsonl", "rank-0.jsonl"}));
 }
 
 TEST_F(RunOutputTest, AnExistingReceiptIsOutputExistsAndNothingChanges) {
@@ -114,8 +114,8 @@ TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   EXPECT_EQ(output->Complete(layout, image.data(), {}, {}).code(), "TRAINING_INCOMPLETE");
   ASSERT_TRUE(output->Record(2, "2.25", digests.state).ok());
   ASSERT_TRUE(output->Complete(layout, image.data(), {{"platform", "cpu"}}, {3, 0}).ok());
-  EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.jsonl", "result.json",
-                                                 "state.safetensors"}));
+  EXPECT_EQ(Listing(), (std::vector<std::string>{"metrics.jsonl", "rank-0.env.jsonl", "rank-0.jsonl",
+                                                 "result.json", "state.safetensors"}));
   nlohmann::json result =
       nlohmann::json::parse(*ReadFileToString((directory_ / "result.json").string()));
   EXPECT_EQ(result["final_loss"], "2.25");

@@ -5,6 +5,7 @@ add_executable(verify_test
   ${CMAKE_CURRENT_LIST_DIR}/receipt_reader_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_cli_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_comparability_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_env_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_html_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_line_reader_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_report_test.cc

@@ -57,7 +57,9 @@ Result<std::vector<Receipt>> ReadPriorReceipts(const OutDir& out, int64_t rank,
 /// (a rank without one inherits metrics.jsonl, which rank 0's prior includes).
 Result<std::set<int64_t>> RanksWithReceiptFiles(const OutDir& out);
 
-/// Rank 0: renames rank-*.jsonl and metrics.jsonl into OUT_DIR/superseded/<n>/
+/// Rank 0: renames rank-*.jsonl (the receipts and the env files rank-<r>.env.jsonl,
+/// so each attempt's record of where it ran stays beside its receipts) and
+/// metrics.jsonl into OUT_DIR/superseded/<n>/
 /// (n = 1, 2, ... the first unused) and fsyncs. Returns that folder, or "" when
 /// there was nothing to move. IO_ERROR on failure (files already moved stay
 /// moved, which the next resume reads the same).

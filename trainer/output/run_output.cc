@@ -23,13 +23,14 @@ std::string PathIn(const Plan& plan, const std::string& name) { return plan.out_
 nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string& final_loss,
                               const std::string& params_sha256, const StateDigests& digests,
                               const nlohmann::json& fingerprint,
-                              const std::vector<int64_t>& confirmed_replays) {
+                              const std::vector<int64_t>& confirmed_replays,
+                              const std::string& image_id) {
   nlohmann::json rank_files = nlohmann::json::array();
   for (int64_t rank = 0; rank < plan.num_processes; ++rank) rank_files.push_back(RankFileName(rank));
   // The reference's fields (runtime.py Output.complete + train.py details),
   // jax_version replaced by dmlp_version, plus build, fingerprint and state_file.
   return {
-      {"build", BuildDocument(ThisBuild())},
+      {"build", BuildDocument(ThisBuild(), image_id)},
       {"complete", true},
       {"confirmed_replays", confirmed_replays},
       {"dataset", "deterministic globally indexed Philox4x32-10 features and labels"},
@@ -82,7 +83,7 @@ Status RunOutput::CheckAbsent(const Plan& plan) {
 Status RunOutput::CheckAbsentIn(const Plan& plan, const OutDir& out) {
   DMLP_ASSIGN_OR_RETURN(OutDir::Kind result, out.KindOf(kResultFile));
   if (result != OutDir::Kind::kAbsent) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
-  std::vector<std::string> names = {RankFileName(plan.process_id)};
+  std::vector<std::string> names = {RankFileName(plan.process_id), EnvFileName(plan.process_id)};
   if (plan.process_id == 0) names.insert(names.begin(), kMetricsFile);
   for (const std::string& name : names) {
     DMLP_ASSIGN_OR_RETURN(OutDir::Kind kind, out.KindOf(name));
@@ -95,6 +96,7 @@ Status RunOutput::CheckAbsentIn(const Plan& plan, const OutDir& out) {
 }
 
 Result<RunOutput> RunOutput::Open(const Plan& plan) {
+  DMLP_ASSIGN_OR_RETURN(std::string image_id, ImageIdFromEnvironment());
   DMLP_ASSIGN_OR_RETURN(OutDir out, OutDir::Create(plan.out_dir));
   // Look before creating anything, so a refusal leaves OUT_DIR as it was.
   DMLP_RETURN_IF_ERROR(CheckAbsentIn(plan, out));
@@ -114,6 +116,14 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   output.created_.push_back(out.PathOf(rank_name));
   output.cleanups_.emplace_back(out.fd(), rank_name.c_str(), output.rank_fd_, true);
   output.rank_file_ = ReceiptFile(output.rank_fd_, out.PathOf(rank_name), plan.process_id);
+  // The env file last: a look at OUT_DIR never finds it without the receipts.
+  const std::string env_name = EnvFileName(plan.process_id);
+  DMLP_ASSIGN_OR_RETURN(output.env_fd_, out.CreateFile(env_name, "OUTPUT_EXISTS"));
+  output.env_path_ = out.PathOf(env_name);
+  output.env_cleanup_ = TerminationCleanup(out.fd(), env_name.c_str(), output.env_fd_, false);
+  output.image_id_ = std::move(image_id);
+  output.env_ = RankEnvRecorder(output.env_fd_, output.env_path_, plan.process_id,
+                                BuildDocument(ThisBuild(), output.image_id_));
   return output;
 }
 
@@ -139,6 +149,10 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
     : plan_(std::move(other.plan_)),
       rank_fd_(std::exchange(other.rank_fd_, -1)),
       metrics_fd_(std::exchange(other.metrics_fd_, -1)),
+      env_fd_(std::exchange(other.env_fd_, -1)),
+      env_path_(std::exchange(other.env_path_, std::string())),
+      image_id_(std::move(other.image_id_)),
+      env_(std::move(other.env_)),
       rank_file_(std::move(other.rank_file_)),
       metrics_file_(std::move(other.metrics_file_)),
       last_step_(other.last_step_),
@@ -146,8 +160,9 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
       last_loss_(std::move(other.last_loss_)),
       last_hash_(std::move(other.last_hash_)),
       prior_(std::move(other.prior_)),
-      created_(std::move(other.created_)),
-      cleanups_(std::move(other.cleanups_)) {}
+      created_(std::exchange(other.created_, {})),
+      cleanups_(std::move(other.cleanups_)),
+      env_cleanup_(std::move(other.env_cleanup_)) {}
 
 RunOutput::~RunOutput() {
   CloseFiles();
@@ -157,12 +172,20 @@ RunOutput::~RunOutput() {
     if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == 0)
       ::unlink(path.c_str());
   }
+  struct stat info {};
+  if (!env_path_.empty() && ::lstat(env_path_.c_str(), &info) == 0 && S_ISREG(info.st_mode))
+    ::unlink(env_path_.c_str());
 }
 
 void RunOutput::CloseFiles() {
   if (rank_fd_ >= 0) ::close(rank_fd_);
   if (metrics_fd_ >= 0) ::close(metrics_fd_);
-  rank_fd_ = metrics_fd_ = -1;
+  if (env_fd_ >= 0) ::close(env_fd_);
+  rank_fd_ = metrics_fd_ = env_fd_ = -1;
+}
+
+Status RunOutput::BeginEnvironment(const std::string& event, std::function<RankStack()> describe) {
+  return env_.Begin(event, last_step_, std::move(describe));
 }
 
 Status RunOutput::Record(int64_t step, const std::string& loss, const std::string& params_sha256) {
@@ -176,6 +199,9 @@ Status RunOutput::Record(int64_t step, const std::string& loss, const std::strin
                             "earlier loss=" + old.loss + " params_sha256=" + old.params_sha256 +
                                 ", now loss=" + loss + " params_sha256=" + params_sha256);
   }
+  // Before the receipt: a restore onto older files fails it (RECEIPTS_LOST),
+  // and the env line saying where the process woke up is then already out.
+  DMLP_RETURN_IF_ERROR(env_.CheckRestored(last_step_));
   // The same replay, checked byte for byte against the files themselves: a
   // process restored to an earlier point finds its later lines already there.
   Receipt receipt{step, loss, params_sha256, plan_.process_id};
@@ -190,6 +216,7 @@ Status RunOutput::Record(int64_t step, const std::string& loss, const std::strin
   }
   if (outcome == LineOutcome::kConfirmed) ++confirmed_replays_;
   last_step_ = step;
+  env_cleanup_ = TerminationCleanup();  // a recorded step keeps its env file
   last_loss_ = loss;
   last_hash_ = params_sha256;
   return Status::Ok();
@@ -215,7 +242,7 @@ Status RunOutput::Complete(const StateLayout& layout, const uint8_t* final_image
                                        {"final_opt_state_sha256", digests.opt}}));
   nlohmann::json document =
       ResultDocument(plan_, plan_.steps, last_loss_, last_hash_, digests, fingerprint,
-                     confirmed_replays);
+                     confirmed_replays, image_id_);
   return WriteFileAtomically(PathIn(plan_, kResultFile), PyJsonDumps(document, 2) + "\n");
 }
 

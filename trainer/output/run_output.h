@@ -2,6 +2,7 @@
 //
 // The files one rank writes into OUT_DIR (DESIGN.md "Receipts"):
 //   rank-<r>.jsonl   every rank, one receipt line per step
+//   rank-<r>.env.jsonl  every rank, one line per (re)start: where it ran (rank_env.h)
 //   metrics.jsonl    rank 0, the same lines without "rank"
 //   stdout           rank 0, "METRIC step=S loss=L params_sha256=H"
 //   state.safetensors, result.json   rank 0, once all ranks finished
@@ -22,6 +23,7 @@
 #include "common/state_digest.h"
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/output/rank_env.h"
 #include "trainer/output/receipt_file.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
@@ -39,13 +41,14 @@ class RunOutput {
   /// Read-only look before the rendezvous, so that a start bound to be refused
   /// is refused before it creates anything (OUT_DIR absent is fine):
   /// OUTPUT_ALREADY_COMPLETE (result.json exists), OUTPUT_EXISTS (this rank's
-  /// receipt file, or rank 0's metrics.jsonl, exists), OUTPUT_NOT_REGULAR (a
+  /// receipt or env file, or rank 0's metrics.jsonl, exists), OUTPUT_NOT_REGULAR (a
   /// link or other non-file there), IO_ERROR.
   static Status CheckAbsent(const Plan& plan);
   /// The same check in an open OUT_DIR.
   static Status CheckAbsentIn(const Plan& plan, const OutDir& out);
-  /// Creates OUT_DIR if needed and this rank's receipt files (never through a
-  /// link). Nothing in OUT_DIR changes on failure: the codes of CheckAbsent.
+  /// Creates OUT_DIR if needed and this rank's receipt and env files (never
+  /// through a link). Nothing in OUT_DIR changes on failure: the codes of
+  /// CheckAbsent, and ENV_INVALID for DMLP_IMAGE_ID.
   /// REQUIRES: the job is known to start (rank 0 holds OUT_DIR's lock and said so).
   static Result<RunOutput> Open(const Plan& plan);
   /// RESUME=1: Open, then rewrite the receipts of steps 1..resume_step from
@@ -56,9 +59,15 @@ class RunOutput {
   RunOutput(RunOutput&& other) noexcept;
   RunOutput& operator=(RunOutput&&) = delete;
   /// Closes the files; receipt files this object created and never wrote a
-  /// line to (the job failed before its first step) are removed, so a failed
-  /// start leaves OUT_DIR as it was and the rerun is not OUTPUT_EXISTS.
+  /// line to (the job failed before its first step) are removed, and so is the
+  /// env file then (its "start" line describes a start that computed nothing),
+  /// so a failed start leaves OUT_DIR as it was and the rerun is not OUTPUT_EXISTS.
   ~RunOutput();
+
+  /// Writes the env file's first line, `event` "start" or "resume", and from
+  /// then on checks at every Record whether the process was restored (a
+  /// "restored" line, before that step's receipt). `describe` is asked per line.
+  Status BeginEnvironment(const std::string& event, std::function<RankStack()> describe);
 
   /// Appends the step's receipt (and on rank 0 the metrics line and METRIC stdout line).
   /// REQUIRES: steps are recorded in order 1, 2, ...
@@ -81,6 +90,10 @@ class RunOutput {
   Plan plan_;
   int rank_fd_ = -1;
   int metrics_fd_ = -1;  // rank 0 only
+  int env_fd_ = -1;
+  std::string env_path_;
+  std::string image_id_;  // DMLP_IMAGE_ID, "" when unset
+  RankEnvRecorder env_;
   ReceiptFile rank_file_, metrics_file_;  // checked writers over the two descriptors
   int64_t last_step_ = 0;
   int64_t confirmed_replays_ = 0;
@@ -89,6 +102,9 @@ class RunOutput {
   std::vector<std::string> created_;  // paths of the receipt files Open created
   // The same files, removed by a SIGTERM that comes before their first line.
   std::vector<TerminationCleanup> cleanups_;
+  // The env file, removed by a SIGTERM until the first receipt line is out
+  // (it may hold its "start" line by then, so not only while empty).
+  TerminationCleanup env_cleanup_;
 };
 
 }  // namespace dmlp

@@ -37,6 +37,9 @@ IMAGE_BUILD = "tools/image-build.sh"
 # The build stage's steps when its RUN lines call tools/image-build.sh.
 IMAGE_BUILD_STEPS = (("build", "the configure and build step"), ("test", "the CPU test suite"),
                      ("install", "the programs installed"))
+# The build context has no .git: the build stage takes the commit as build
+# arguments and tools/image-build.sh hands them to CMake (README "Docker").
+BUILD_ARGS = ("DMLP_GIT_COMMIT", "DMLP_GIT_DIRTY")
 
 
 def plan_names(plan_cc_text):
@@ -79,6 +82,18 @@ def stage_runs(dockerfile_text, stage):
         elif keyword == "RUN" and current == stage:
             runs.append(arguments)
     return runs
+
+
+def stage_args(dockerfile_text, stage):
+    """The names of the ARGs the stage named `stage` declares."""
+    names, current = [], None
+    for keyword, arguments in instructions(dockerfile_text):
+        if keyword == "FROM":
+            words = [w for w in arguments.split() if not w.startswith("--platform")]
+            current = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
+        elif keyword == "ARG" and current == stage:
+            names.append(arguments.split("=", 1)[0].strip())
+    return names
 
 
 def parse_dockerfile(text):
@@ -197,6 +212,12 @@ def disagreements(spec, dockerfile_text, install_deps_packages, known_names, ima
                         ("cmake --install build", "the programs installed")):
         if needle not in runs:
             problems.append(f"Dockerfile RUN steps (and {IMAGE_BUILD}) lack {needle} ({why})")
+    declared = stage_args(dockerfile_text, "build")
+    for name in BUILD_ARGS:
+        if name not in declared:
+            problems.append(f"Dockerfile build stage lacks ARG {name} (the build's commit, README Docker)")
+        if f"-D{name}=" not in runs:
+            problems.append(f"Dockerfile RUN steps (and {IMAGE_BUILD}) do not pass -D{name} to CMake")
     if " -E " in runs or "--exclude-regex" in runs or " -LE " in runs:
         problems.append("Dockerfile's ctest excludes tests")
     if not docker["cmd"]:
@@ -329,6 +350,12 @@ class Mutations(unittest.TestCase):
         found = self.problems(dockerfile=text)
         self.assertIn("lack -DDMLP_CUDA=ON", found)
         self.assertNotIn("lack -DCMAKE_BUILD_TYPE=Release", found)
+
+    def test_build_identity_arguments_required(self):
+        text = self.dockerfile.replace("ARG DMLP_GIT_COMMIT", "ARG OTHER")
+        self.assertIn("lacks ARG DMLP_GIT_COMMIT", self.problems(dockerfile=text))
+        script = self.image_build.replace("-DDMLP_GIT_DIRTY=", "-DOTHER=")
+        self.assertIn("do not pass -DDMLP_GIT_DIRTY to CMake", self.problems(image_build=script))
 
     def test_build_stage_runs(self):
         self.assertEqual(stage_runs(self.dockerfile, "build"),

@@ -80,7 +80,8 @@ class ScratchCase(unittest.TestCase):
     def assert_complete_run(self, out_dir, processes):
         names = sorted(p.name for p in out_dir.iterdir())
         expected = sorted(["metrics.jsonl", "result.json", "state.safetensors"] +
-                          [f"rank-{r}.jsonl" for r in range(processes)])
+                          [f"rank-{r}.jsonl" for r in range(processes)] +
+                          [f"rank-{r}.env.jsonl" for r in range(processes)])
         self.assertEqual(names, expected)
         result = json.loads((out_dir / "result.json").read_text())
         self.assertTrue(result["complete"])

@@ -23,7 +23,8 @@ class CompleteRuns(JobTestCase):
             self.assertPass(out)
             names = sorted(p.name for p in out.iterdir())
             self.assertEqual(names, sorted(["metrics.jsonl", "result.json", "state.safetensors"] +
-                                           [f"rank-{r}.jsonl" for r in range(processes)]))
+                                           [f"rank-{r}.jsonl" for r in range(processes)] +
+                                           [f"rank-{r}.env.jsonl" for r in range(processes)]))
             metric_lines = [l for l in result.stdout.splitlines() if "METRIC step=" in l]
             self.assertEqual(len(metric_lines), 4)
 
