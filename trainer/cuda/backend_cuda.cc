@@ -154,9 +154,13 @@ class CudaBackend final : public Backend {
             {"cuda_env", CudaEnvironment()}};
   }
 
+  // Asked anew each time (rank-<r>.env.jsonl asks after a detected restore,
+  // which may have moved the process to another GPU); the facts of the start
+  // stand in only when the driver cannot answer.
   DeviceIdentity Device() const override {
-    return {"cuda", device_.name, device_.uuid, device_.pci_bus_id,
-            cuda::VersionText(device_.driver_version)};
+    Result<cuda::DeviceFacts> now = cuda::DescribeDevice(device_.index);
+    const cuda::DeviceFacts& facts = now.ok() ? *now : device_;
+    return {"cuda", facts.name, facts.uuid, facts.pci_bus_id, cuda::VersionText(facts.driver_version)};
   }
 
   Result<SnapshotBuffer> AllocateSnapshotBuffer() override {

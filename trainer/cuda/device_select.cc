@@ -46,9 +46,13 @@ Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices) {
                              VisibleDevicesSetting() +
                              "); run at most one rank per GPU, or set COLLECTIVES=gloo to share");
   }
+  CUDA_CHECK(cudaSetDevice(static_cast<int>(local_rank)));
+  return DescribeDevice(static_cast<int>(local_rank));
+}
+
+Result<DeviceFacts> DescribeDevice(int index) {
   DeviceFacts facts;
-  facts.index = static_cast<int>(local_rank);
-  CUDA_CHECK(cudaSetDevice(facts.index));
+  facts.index = index;
   cudaDeviceProp properties{};
   CUDA_CHECK(cudaGetDeviceProperties(&properties, facts.index));
   facts.name = properties.name;

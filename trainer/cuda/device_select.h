@@ -1,4 +1,4 @@
-// defines: DeviceFacts, VisibleDeviceCount, SelectDevice, VersionText
+// defines: DeviceFacts, VisibleDeviceCount, SelectDevice, DescribeDevice, UuidText, VersionText
 //
 // One GPU per rank: rank with LOCAL_RANK r uses visible device r. A machine
 // without a driver or GPU is a clear CUDA_UNAVAILABLE error, never a crash;
@@ -36,6 +36,10 @@ Result<int> VisibleDeviceCount();
 /// for the calling thread and describes it. CUDA_UNAVAILABLE as above;
 /// DEVICE_LAYOUT_INVALID when local_rank >= the count and devices are not shared.
 Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices = false);
+
+/// Describes visible device `index` as the driver sees it now (not cached: a
+/// process restored by cuda-checkpoint may run on another GPU than it started on).
+Result<DeviceFacts> DescribeDevice(int index);
 
 /// cudaDeviceProp::uuid as nvidia-smi prints it: "GPU-" and 8-4-4-4-12 hex digits.
 std::string UuidText(const unsigned char (&bytes)[16]);
