@@ -73,6 +73,13 @@ class Backend {
   /// Seconds spent so far per phase ("data", "compute", "collectives", "optimizer"),
   /// for the benchmark's split of a step; empty where a platform does not measure.
   virtual nlohmann::json Profile() const { return nlohmann::json::object(); }
+  /// Tests only (DMLP_TEST_FLIP_BIT, trainer/test_faults.h): flips bit `bit`
+  /// (0..7) of byte `byte` of this rank's state image where it lives, after
+  /// every update issued so far, as silent corruption would. REQUIRES:
+  /// byte < layout.image_bytes(). Byte 0.. is the first parameter.
+  virtual Status FlipBitForTests(size_t /*byte*/, int /*bit*/) {
+    return Status::Error("UNSUPPORTED", "this backend cannot flip a bit of its state");
+  }
 };
 
 /// CPU platform: CPU GEMM (gemm_cpu.h) and Gloo collectives over the rendezvous.

@@ -17,7 +17,8 @@ constexpr const char* kPlanNames[] = {
     "STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR", "PLATFORM",
     "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
     "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
-    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES"};
+    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
+    "DIVERGENCE_CHECK"};
 
 Status Invalid(const std::string& detail) { return Status::Error("ENV_INVALID", detail); }
 
@@ -139,6 +140,8 @@ Result<Plan> ReadPlan(const Environment& env) {
   DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
   plan.resume = resume == 1;
   DMLP_ASSIGN_OR_RETURN(plan.digest_threads, OptionalInteger(env, "DIGEST_THREADS", 0, 1, 64));
+  DMLP_ASSIGN_OR_RETURN(plan.divergence_check,
+                        Choice(env, "DIVERGENCE_CHECK", "on", {std::pair{"on", true}, std::pair{"off", false}}));
   DMLP_RETURN_IF_ERROR(CrossCheck(plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
@@ -210,6 +213,10 @@ std::string PlanFingerprint(const Plan& plan) {
   if (plan.platform == Platform::kCuda) add("collectives", CollectivesName(plan.collectives));
   add("checkpoint_every", std::to_string(plan.checkpoint_every));
   add("resume", plan.resume ? "1" : "0");
+  // Ranks must agree on it (a rank that does not check would leave the others
+  // waiting in the gather), but it never changes a byte: only when off, so the
+  // default's lines, and checkpoints' fingerprints (normalized to on), stay as they were.
+  if (!plan.divergence_check) add("divergence_check", "off");
   return text;
 }
 

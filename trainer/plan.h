@@ -61,6 +61,10 @@ struct Plan {
   // Steps hashed at once (DIGEST_THREADS); 0: DefaultDigestThreads. Per rank
   // and never changes a byte, so it is neither in PlanFingerprint nor in result.json.
   int64_t digest_threads = 0;
+  // DIVERGENCE_CHECK=on|off (trainer/divergence_check.h): compare every rank's
+  // digest at every step. In PlanFingerprint only when off (ranks must agree);
+  // never changes a byte, so not in PlanDocument nor CheckpointFingerprint.
+  bool divergence_check = true;
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

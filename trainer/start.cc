@@ -1,6 +1,7 @@
 #include "trainer/start.h"
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 
@@ -40,25 +41,52 @@ Status CheckPriorCoversCheckpoint(const std::vector<Receipt>& prior, const Check
   return Status::Ok();
 }
 
+/// Whether `choice` may be resumed from: every earlier rank's receipt of its
+/// step holds its digest. A checkpoint only a diverged rank 0 agrees with (one
+/// written with DIVERGENCE_CHECK=off) is CHECKPOINT_DISAGREES, so the search
+/// goes on to the previous one. Ranks of the earlier attempt outside the new
+/// job whose receipts stop before the step have nothing to say; the new job's
+/// ranks must reach it (they replay from it).
+Status CheckpointAgrees(const CheckpointChoice& choice,
+                        const std::map<int64_t, std::vector<Receipt>>& priors,
+                        int64_t num_processes) {
+  for (const auto& [rank, prior] : priors) {
+    if (static_cast<int64_t>(prior.size()) < choice.step && rank >= num_processes) continue;
+    if (static_cast<int64_t>(prior.size()) >= choice.step &&
+        prior[choice.step - 1].params_sha256 != choice.params_sha256)
+      return Status::Error("CHECKPOINT_DISAGREES",
+                           choice.path + ": its digest " + choice.params_sha256 + " is not rank " +
+                               std::to_string(rank) + "'s receipt of step " +
+                               std::to_string(choice.step) + " (" +
+                               prior[choice.step - 1].params_sha256 + "): the ranks had diverged");
+    DMLP_RETURN_IF_ERROR(CheckPriorCoversCheckpoint(prior, choice, rank));
+  }
+  return Status::Ok();
+}
+
 /// Rank 0, RESUME=1, holding the lock: replay.h steps 1 (validate, read-only)
 /// and 2 (move the receipts aside). Any error before the move changes nothing.
 Result<CheckpointChoice> ValidateAndCommitResume(const Plan& plan, const StateLayout& layout,
                                                  const OutDir& out) {
   DMLP_ASSIGN_OR_RETURN(OutDir::Kind result, out.KindOf(kResultFile));
   if (result != OutDir::Kind::kAbsent) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
-  DMLP_ASSIGN_OR_RETURN(CheckpointChoice choice, FindResumeCheckpoint(plan, layout));
-  // Every distinct prior of the new job's ranks: each rank with a file, and
-  // one without (metrics.jsonl only), rather than reading it P times.
+  // Every distinct prior: each rank with a file (of the earlier attempts too,
+  // whose receipts a checkpoint must agree with even where the new job has
+  // fewer ranks), and one of the new job's ranks without one (metrics.jsonl
+  // only), rather than reading it P times.
   DMLP_ASSIGN_OR_RETURN(std::set<int64_t> ranks, RanksWithReceiptFiles(out));
   ranks.insert(0);
   for (int64_t rank = 0; rank < plan.num_processes; ++rank) {
     if (ranks.insert(rank).second) break;  // one rank without a file stands for all of them
   }
+  std::map<int64_t, std::vector<Receipt>> priors;
   for (int64_t rank : ranks) {
-    if (rank >= plan.num_processes) break;
-    DMLP_ASSIGN_OR_RETURN(std::vector<Receipt> prior, ReadPriorReceipts(out, rank, true));
-    DMLP_RETURN_IF_ERROR(CheckPriorCoversCheckpoint(prior, choice, rank));
+    DMLP_ASSIGN_OR_RETURN(priors[rank], ReadPriorReceipts(out, rank, true));
   }
+  DMLP_ASSIGN_OR_RETURN(CheckpointChoice choice,
+                        FindResumeCheckpoint(plan, layout, [&](const CheckpointChoice& candidate) {
+                          return CheckpointAgrees(candidate, priors, plan.num_processes);
+                        }));
   if (choice.step > plan.steps)
     return Status::Error("RESUME_INVALID", "the newest checkpoint is after step " +
                                                std::to_string(choice.step) + ", past STEPS=" +

@@ -15,6 +15,7 @@
 #include "common/env.h"
 #include "common/float_repr.h"
 #include "trainer/backend.h"
+#include "trainer/divergence_check.h"
 #include "trainer/output/checkpoint.h"
 #include "trainer/output/digest_pipeline.h"
 #include "trainer/memory_plan.h"
@@ -22,6 +23,7 @@
 #include "trainer/output/run_output.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/start.h"
+#include "trainer/test_faults.h"
 
 extern char** environ;
 
@@ -60,12 +62,15 @@ void PrintProfile(const Plan& plan, const Backend& backend, const DigestPipeline
   std::fprintf(stderr, "PROFILE %s\n", profile.dump().c_str());
 }
 
-Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipeline& digests) {
+Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipeline& digests,
+             const BitFlipForTests& flip) {
   ProgressReporter progress(stderr, first_step, plan.steps);
   const bool report = plan.process_id == 0;
   for (int64_t step = first_step; step <= plan.steps; ++step) {
-    for (int64_t microbatch = 0; microbatch < plan.microbatches; ++microbatch)
+    for (int64_t microbatch = 0; microbatch < plan.microbatches; ++microbatch) {
       DMLP_RETURN_IF_ERROR(backend.Update(step, microbatch));
+      DMLP_RETURN_IF_ERROR(flip.AfterUpdate(backend, step, microbatch, plan.microbatches));
+    }
     DMLP_ASSIGN_OR_RETURN(float loss, backend.LastLoss());
     if (!std::isfinite(loss)) {
       (void)digests.Drain();  // receipts of the steps before stay whole
@@ -92,12 +97,16 @@ Result<int64_t> KillStepForTests() {
   return RequireInteger(Environment::FromProcess(), "DMLP_TEST_KILL_AT", 1, INT32_MAX);
 }
 
-/// The digest pipeline's sink: the receipt, then on checkpoint steps the
-/// checkpoint (rank 0), which every rank checks against its own digest.
+/// The digest pipeline's sink: the receipt, then the divergence check (so a
+/// diverged step's receipts are all written, and a checkpoint only follows
+/// agreement), then on checkpoint steps the checkpoint (rank 0), which every
+/// rank checks against its own digest.
 Status RecordStep(const Plan& plan, const StateLayout& layout, RunOutput& output,
-                  Rendezvous& rendezvous, int64_t step, const std::string& loss,
-                  const std::string& hash, const uint8_t* image, int64_t kill_step) {
+                  Rendezvous& rendezvous, DivergenceCheck& check, int64_t step,
+                  const std::string& loss, const std::string& hash, const uint8_t* image,
+                  int64_t kill_step) {
   DMLP_RETURN_IF_ERROR(output.Record(step, loss, hash));
+  DMLP_RETURN_IF_ERROR(check.Check(step, hash));
   DMLP_RETURN_IF_ERROR(MaybeCheckpoint(plan, layout, rendezvous, step, hash, image));
   if (step == kill_step) std::raise(SIGKILL);
   return Status::Ok();
@@ -172,17 +181,20 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   // A job resumed from its final checkpoint has nothing left to compute: the
   // checkpoint is the final state. Otherwise the last snapshot will be.
   if (start.done_steps < plan.steps) start.image = {};
+  DMLP_ASSIGN_OR_RETURN(DivergenceCheck check, DivergenceCheck::Start(plan, *backend, rendezvous));
+  DMLP_ASSIGN_OR_RETURN(BitFlipForTests flip,
+                        BitFlipForTests::FromEnvironment(Environment::FromProcess(), layout.image_bytes()));
 
   DigestPipeline digests(*backend, layout.image_bytes(),
                          [&](int64_t step, const std::string& loss, const std::string& hash,
                              const uint8_t* image) {
-                           return RecordStep(plan, layout, output, rendezvous, step, loss, hash,
-                                             image, kill_step);
+                           return RecordStep(plan, layout, output, rendezvous, check, step, loss,
+                                             hash, image, kill_step);
                          },
                          DigestThreadsFor(plan));
   DMLP_RETURN_IF_ERROR(digests.Start());
   const auto loop_start = std::chrono::steady_clock::now();
-  DMLP_RETURN_IF_ERROR(Train(plan, start.done_steps + 1, *backend, digests));
+  DMLP_RETURN_IF_ERROR(PreferDivergence(Train(plan, start.done_steps + 1, *backend, digests, flip), digests));
   const auto loop_end = std::chrono::steady_clock::now();
   PrintProfile(plan, *backend, digests, std::chrono::duration<double>(loop_end - loop_start).count(),
                std::chrono::duration<double>(loop_start - started).count());

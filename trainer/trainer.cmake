@@ -4,6 +4,7 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
+  ${CMAKE_CURRENT_LIST_DIR}/divergence_check.cc
   ${CMAKE_CURRENT_LIST_DIR}/memory_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
@@ -17,6 +18,7 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/output/run_output.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/termination_cleanup.cc
   ${CMAKE_CURRENT_LIST_DIR}/start.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_faults.cc
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cc
 )
 target_link_libraries(dmlp_trainer_core PUBLIC

@@ -39,7 +39,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"ranks.extra_file", E, "rank-N.jsonl exists for N >= P (result.json's processes)"},
     {"ranks.bad_file_name", E, "a rank-*.jsonl name that is not rank-<decimal without leading zeros>.jsonl"},
     {"ranks.too_many", E, "more than 1024 rank files"},
-    {"ranks.hash_divergence", E, "ranks disagree on params_sha256 at a step (first step and rank groups reported)"},
+    {"ranks.hash_divergence", E, "ranks disagree on params_sha256 at a step (first step; the ranks that differ from the majority, or all without one, as dmlp-train's RANK_DIVERGED names them; rank groups)"},
     {"ranks.loss_divergence", E, "ranks disagree on loss at a step (first step and rank groups reported)"},
     // Step sequence of one file.
     {"steps.gap", E, "steps skip from s to more than s+1"},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace dmlp::verify {
 namespace {
@@ -76,7 +77,7 @@ class Merge {
       hash_reported_ = true;
       sink_.Add(Finding::Of("ranks.hash_divergence", hash_other->stream->display(),
                             "ranks disagree on params_sha256 at step " + std::to_string(step) + ": " +
-                                GroupsText(Groups(step)))
+                                OddHashRanksText(step) + "; groups " + GroupsText(Groups(step)))
                     .AtLine(hash_other->stream->record_line())
                     .AtStep(step)
                     .Expect(first->head.params_sha256, hash_other->head.params_sha256));
@@ -117,6 +118,33 @@ class Merge {
     std::optional<std::string_view> loss;
     if (curve != nullptr && curve->At(step)) loss = curve->head.loss;
     trace_->OnStep(step, states_, loss);
+  }
+
+  // The ranks outside the digest a strict majority of the ranks at `step` hold,
+  // by that majority — every rank when none has one (two ranks, a tie): the
+  // same ranks dmlp-train's divergence check names in RANK_DIVERGED.
+  std::string OddHashRanksText(int64_t step) const {
+    std::map<std::string_view, std::vector<int64_t>> holders;
+    size_t present = 0;
+    for (const Source& source : ranks_) {
+      if (!source.At(step)) continue;
+      holders[source.head.params_sha256].push_back(*source.stream->summary().rank);
+      ++present;
+    }
+    const std::vector<int64_t>* majority = nullptr;
+    for (const auto& [hash, ranks] : holders)
+      if (2 * ranks.size() > present) majority = &ranks;
+    std::vector<int64_t> odd;
+    for (const auto& [hash, ranks] : holders)
+      if (&ranks != majority) odd.insert(odd.end(), ranks.begin(), ranks.end());
+    std::sort(odd.begin(), odd.end());
+    auto join = [](const std::vector<int64_t>& ranks) {
+      std::string text;
+      for (int64_t rank : ranks) text += (text.empty() ? "" : ",") + std::to_string(rank);
+      return text;
+    };
+    if (majority == nullptr) return "rank(s) " + join(odd) + " differ (no majority)";
+    return "rank(s) " + join(odd) + " differ from the majority (ranks " + join(*majority) + ")";
   }
 
   // Ranks at `step` grouped by equal (params_sha256, loss), groups ordered by their smallest rank.

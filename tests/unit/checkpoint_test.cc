@@ -102,6 +102,36 @@ TEST_F(CheckpointTest, NoValidCheckpointIsRefused) {
   EXPECT_EQ(FindResumeCheckpoint(plan_, layout_).status().code(), "CHECKPOINT_INVALID");
 }
 
+TEST_F(CheckpointTest, ACheckpointTheRanksDidNotAgreeOnIsSkippedForThePreviousOne) {
+  const std::string agreed = Write(4);
+  const std::string odd = Write(6);  // as a diverged rank 0 writes it: valid, but only its own digest
+  int asked = 0;
+  auto receipts_hold = [&](const std::string& digest) {
+    return [&, digest](const CheckpointChoice& choice) -> Status {
+      ++asked;
+      if (choice.params_sha256 == digest) return Status::Ok();
+      return Status::Error("CHECKPOINT_DISAGREES", choice.path + ": not rank 1's receipt");
+    };
+  };
+  Result<CheckpointChoice> choice = FindResumeCheckpoint(plan_, layout_, receipts_hold(agreed));
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  EXPECT_EQ(choice->step, 4);
+  EXPECT_EQ(asked, 2);
+  ASSERT_EQ(choice->skipped.size(), 1u);  // printed as a warning, like a torn checkpoint
+  EXPECT_EQ(choice->skipped[0], "CHECKPOINT_DISAGREES: " + (directory_ / CheckpointFileName(6)).string() +
+                                    ": not rank 1's receipt");
+  // None agreed: a code of its own, naming every checkpoint skipped and why.
+  Result<CheckpointChoice> none = FindResumeCheckpoint(plan_, layout_, receipts_hold("none"));
+  EXPECT_EQ(none.status().code(), "CHECKPOINT_NOT_AGREED");
+  EXPECT_NE(none.status().detail().find(CheckpointFileName(4)), std::string::npos);
+  // Any other refusal ends the search with it (the receipts could not be judged).
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_, [](const CheckpointChoice&) {
+              return Status::Error("RESUME_RECEIPTS_INVALID", "short");
+            }).status().code(),
+            "RESUME_RECEIPTS_INVALID");
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_)->params_sha256, odd);  // no predicate: as before
+}
+
 TEST_F(CheckpointTest, AnotherPlansCheckpointIsRefusedNotUsed) {
   Write(4);
   plan_.learning_rate = 0.002;

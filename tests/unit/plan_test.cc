@@ -181,6 +181,25 @@ TEST(PlanTest, CollectivesAreRefusedOnTheCpuPlatform) {
   EXPECT_FALSE(PlanDocument(*ReadPlan(ValidEnv())).contains("collectives"));
 }
 
+TEST(PlanTest, DivergenceCheckIsOnByDefaultComparedByRanksButNeverDecidesBits) {
+  Result<Plan> on = ReadPlan(ValidEnv());
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->divergence_check);
+  Environment env = ValidEnv();
+  env.Set("DIVERGENCE_CHECK", "off");
+  Result<Plan> off = ReadPlan(env);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->divergence_check);
+  // Ranks that disagree are a PLAN_MISMATCH naming it; the default's lines are as before.
+  EXPECT_NE(PlanFingerprint(*off).find("\ndivergence_check=off"), std::string::npos);
+  EXPECT_EQ(PlanFingerprint(*on).find("divergence_check"), std::string::npos);
+  // A checkpoint written with the check on resumes with it off, and result.json does not say.
+  EXPECT_EQ(CheckpointFingerprint(*on), CheckpointFingerprint(*off));
+  EXPECT_EQ(PlanDocument(*on), PlanDocument(*off));
+  EXPECT_EQ(ErrorWith("DIVERGENCE_CHECK", "1"), "ENV_INVALID: DIVERGENCE_CHECK='1' must be on or off");
+  EXPECT_EQ(ErrorWith("DIVERGENCE_CHECK", ""), "ENV_EMPTY: DIVERGENCE_CHECK");
+}
+
 class ConfigFileTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& text) {

@@ -109,6 +109,11 @@ class CpuBackend final : public Backend {
 
   Result<float> LastLoss() override { return last_loss_; }
 
+  Status FlipBitForTests(size_t byte, int bit) override {
+    image_.at(byte) ^= static_cast<uint8_t>(1u << bit);  // updates run inline: nothing in flight
+    return Status::Ok();
+  }
+
   Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) override {
     std::memcpy(buffer, image_.data(), image_.size());
     return SnapshotWaiter([] { return Status::Ok(); });

@@ -198,6 +198,21 @@ class CudaBackend final : public Backend {
     return FDiv(loss_sum, static_cast<float>(plan_.batch));
   }
 
+  Status FlipBitForTests(size_t byte, int bit) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    if (byte >= layout_.image_bytes()) return Status::Error("INVALID_ARGUMENT", "flip past the state image");
+    // On the compute stream, so it lands after every update issued so far and
+    // before the next one and the next snapshot (which waits on this stream).
+    return Guard([&]() -> Status {
+      uint8_t value = 0;
+      CUDA_CHECK(cudaMemcpyAsync(&value, state_.get() + byte, 1, cudaMemcpyDeviceToHost, stream_.get()));
+      DMLP_RETURN_IF_ERROR(WaitForStream());
+      value ^= static_cast<uint8_t>(1u << bit);
+      CUDA_CHECK(cudaMemcpyAsync(state_.get() + byte, &value, 1, cudaMemcpyHostToDevice, stream_.get()));
+      return WaitForStream();  // `value` must outlive the copy
+    });
+  }
+
   Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) override {
     DMLP_RETURN_IF_ERROR(broken_);
     std::shared_ptr<CudaEvent> copied;

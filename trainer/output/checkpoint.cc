@@ -77,6 +77,7 @@ std::string CheckpointFingerprint(const Plan& plan) {
   normalized.steps = 1;
   normalized.checkpoint_every = 0;
   normalized.resume = false;
+  normalized.divergence_check = true;  // a check never changes the state it checks
   // Which library moved the bytes does not change them (ordered), and with
   // allreduce the bits depend on NUM_PROCESSES too, which is normalized above.
   normalized.collectives = CollectivesKind::kNccl;
@@ -101,11 +102,22 @@ Status WriteCheckpoint(const Plan& plan, const StateLayout& layout, int64_t step
   return Status::Ok();
 }
 
-Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayout& layout) {
+Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayout& layout,
+                                              const CheckpointAgreement& agreed) {
   std::vector<int64_t> steps = CheckpointSteps(plan.out_dir);
   std::vector<std::string> skipped;
+  bool disagreed = false;
   for (int64_t step : steps) {
     Result<CheckpointChoice> choice = Examine(plan, layout, step);
+    if (choice.ok() && agreed) {
+      Status agreement = agreed(*choice);
+      if (agreement.code() == "CHECKPOINT_DISAGREES") {
+        disagreed = true;
+        skipped.push_back(agreement.ToString());
+        continue;
+      }
+      if (!agreement.ok()) return agreement;
+    }
     if (choice.ok()) {
       choice->skipped = skipped;
       return choice;
@@ -114,9 +126,12 @@ Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayou
     skipped.push_back(choice.status().ToString());
   }
   if (!skipped.empty()) {
-    std::string detail = "no valid checkpoint in " + plan.out_dir;
+    // Resuming from the initial state instead would silently redo the whole
+    // run: say why no checkpoint will do, and let the user decide.
+    std::string detail = (disagreed ? "no checkpoint agrees with every rank's receipts in "
+                                    : "no valid checkpoint in ") + plan.out_dir;
     for (const std::string& why : skipped) detail += "; " + why;
-    return Status::Error("CHECKPOINT_INVALID", detail);
+    return Status::Error(disagreed ? "CHECKPOINT_NOT_AGREED" : "CHECKPOINT_INVALID", detail);
   }
   return CheckpointChoice{};
 }

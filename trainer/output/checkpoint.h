@@ -1,5 +1,5 @@
 // defines: CheckpointFileName, CheckpointFingerprint, WriteCheckpoint, CheckpointChoice,
-//          FindResumeCheckpoint, LoadCheckpoint
+//          CheckpointAgreement, FindResumeCheckpoint, LoadCheckpoint
 //
 // CHECKPOINT_EVERY=K: after every K-th step rank 0 writes
 // OUT_DIR/checkpoint-<step, 8 digits>.safetensors — the state-file format
@@ -11,10 +11,14 @@
 // hash to its recorded digest (torn, corrupted) is skipped with a warning and
 // the previous one is used; one of another plan is refused
 // (CHECKPOINT_PLAN_MISMATCH), never half-used; if checkpoints exist but none is
-// valid, CHECKPOINT_INVALID.
+// valid, CHECKPOINT_INVALID. A valid checkpoint whose digest is not what every
+// rank of the earlier attempt recorded at its step (a rank 0 that had
+// diverged, with DIVERGENCE_CHECK=off) is skipped the same way
+// (CHECKPOINT_DISAGREES); if no checkpoint agrees, CHECKPOINT_NOT_AGREED.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,8 +46,14 @@ struct CheckpointChoice {
   std::vector<std::string> skipped;  // "<file>: <why>" for newer checkpoints that were corrupt
 };
 
-/// Scans OUT_DIR for the newest valid checkpoint (see the header comment).
-Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayout& layout);
+/// Whether a valid checkpoint may be resumed from: ok, CHECKPOINT_DISAGREES
+/// (skip it for the previous one), or any other error (stop the search with it).
+using CheckpointAgreement = std::function<Status(const CheckpointChoice&)>;
+
+/// Scans OUT_DIR for the newest valid checkpoint that `agreed` accepts (see the
+/// header comment); an empty `agreed` accepts every valid one.
+Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayout& layout,
+                                              const CheckpointAgreement& agreed = {});
 /// Reads a chosen checkpoint's state image and checks it hashes to `choice.params_sha256`.
 Result<std::vector<uint8_t>> LoadCheckpoint(const CheckpointChoice& choice, const StateLayout& layout);
 

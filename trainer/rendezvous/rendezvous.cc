@@ -245,6 +245,23 @@ Status Rendezvous::Barrier(std::string_view name) {
   return Status::Ok();
 }
 
+Result<std::vector<std::string>> Rendezvous::AllGather(std::string_view name, std::string_view value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (name.size() > kMaxNameBytes || value.size() > kMaxGatherValueBytes)
+    return Status::Error("INVALID_ARGUMENT", "gather name or value too large");
+  std::function<std::vector<int>()> missing;
+  std::string gather(name);
+  if (server_) missing = [this, gather] { return server_->MissingFromGather(gather); };
+  Result<Message> reply = Call(Message{MessageType::kGather, 0, 0, gather, std::string(value)},
+                               "gather '" + gather + "'", missing);
+  if (!reply.ok()) return reply.status();
+  if (reply->type != MessageType::kValue)
+    return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to GATHER"));
+  Result<std::vector<std::string>> values = DecodeGathered(reply->payload, world_size());
+  if (!values.ok()) return Broken(values.status());
+  return values;
+}
+
 Status Rendezvous::StartPeerMonitor() {
   std::lock_guard<std::mutex> lock(mu_);
   if (monitor_) return Status::Ok();

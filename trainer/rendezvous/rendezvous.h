@@ -3,8 +3,8 @@
 // How the ranks of one job find each other and agree before training: rank 0
 // serves a coordinator (rendezvous_server.h) at COORDINATOR_ADDRESS:PORT, and
 // every rank, rank 0 included, joins it as a client. It carries the plan
-// fingerprint check, a key-value store (Gloo's rendezvous, the NCCL unique id)
-// and named barriers.
+// fingerprint check, a key-value store (Gloo's rendezvous, the NCCL unique id),
+// named barriers and all-gathers of small values (the divergence check).
 //
 // Every wait on a peer is bounded by HEARTBEAT_TIMEOUT_SECONDS of *running*
 // time (peer_wait.h), so a job frozen with SIGSTOP or CRIU for longer than that
@@ -64,6 +64,11 @@ class Rendezvous {
   Result<std::string> Get(std::string_view key);
   /// Returns once every rank has called Barrier(name); names may be reused.
   Status Barrier(std::string_view name);
+  /// Every rank's `value` (at most kMaxGatherValueBytes), indexed by rank, once
+  /// every rank called AllGather(name); names may be reused once a round
+  /// completed, and the coordinator keeps nothing of a completed round.
+  /// Bounded like Barrier; a rank lost meanwhile is PEER_LOST.
+  Result<std::vector<std::string>> AllGather(std::string_view name, std::string_view value);
   /// Says goodbye. On rank 0 then keeps the coordinator up until every rank has
   /// said goodbye or dropped (bounded), so late ranks are never cut off.
   Status Close();

@@ -128,6 +128,16 @@ std::vector<int> RendezvousServer::MissingFromBarrier(const std::string& name) c
   return missing;
 }
 
+std::vector<int> RendezvousServer::MissingFromGather(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = gather_rounds_.find(name);
+  std::vector<int> missing;
+  for (int rank = 0; rank < world_size_; ++rank) {
+    if (it == gather_rounds_.end() || it->second.count(rank) == 0) missing.push_back(rank);
+  }
+  return missing;
+}
+
 bool RendezvousServer::AllLeftLocked() const {
   if (rank_state_[0] != RankState::kLeft) return false;  // rank 0 leaves last or has failed
   for (RankState state : rank_state_) {
@@ -294,8 +304,31 @@ void RendezvousServer::Handle(Connection& conn, Message message) {
       }
       return;
     }
+    case MessageType::kGather:
+      return HandleGather(conn, std::move(message));
     default:
       return Reject(conn, "unexpected message from a client");
+  }
+}
+
+void RendezvousServer::HandleGather(Connection& conn, Message gather) {
+  if (!departure_.ok()) return ReplyError(conn, departure_);
+  std::map<int, std::string>& round = gather_rounds_[gather.name];
+  round[conn.rank] = std::move(gather.payload);
+  gather.payload.clear();
+  conn.pending = true;
+  conn.request = std::move(gather);
+  if (static_cast<int>(round.size()) < world_size_) return;
+  std::vector<std::string> values;
+  for (auto& [rank, value] : round) values.push_back(std::move(value));
+  const Message reply{MessageType::kValue, 0, 0, {}, EncodeGathered(values)};
+  const std::string name = conn.request.name;
+  gather_rounds_.erase(name);  // every rank has its reply: nothing of the round is kept
+  for (auto& other : connections_) {
+    if (other->pending && other->request.type == MessageType::kGather && other->request.name == name) {
+      other->pending = false;
+      Reply(*other, reply);
+    }
   }
 }
 
@@ -382,6 +415,7 @@ void RendezvousServer::Depart(int rank, const std::string& why) {
   if (departure_.ok()) departure_ = Status::Error("PEER_LOST", "rank " + std::to_string(rank) + ": " + why);
   if (!join_done_) return FailJoin(departure_, false);
   barrier_arrivals_.clear();
+  gather_rounds_.clear();
   for (auto& conn : connections_) {
     if (conn->pending) {
       conn->pending = false;

@@ -20,6 +20,9 @@
 //     (silence_tracker.h) is lost, as below;
 //   - a rank that leaves (BYE) or drops (connection closed without BYE) makes
 //     every wait that is pending or comes later fail with PEER_LOST: rank R;
+//   - gather: a round holds the values given so far; once every rank gave
+//     its value, each gets all of them and the round is forgotten (so a name
+//     reused every step costs one round's memory, not one key per step);
 //   - it keeps serving until every rank has left, so late ranks are never cut
 //     off (rank 0's Rendezvous::Close waits for that, bounded).
 #pragma once
@@ -75,6 +78,8 @@ class RendezvousServer {
   std::vector<int> MissingFromJoin() const;
   /// Ranks that have not arrived at barrier `name` (all ranks if none has).
   std::vector<int> MissingFromBarrier(const std::string& name) const;
+  /// Ranks that have not given their value to gather `name` (all ranks if none has).
+  std::vector<int> MissingFromGather(const std::string& name) const;
 
  private:
   enum class RankState { kAbsent, kJoined, kLeft };
@@ -84,7 +89,7 @@ class RendezvousServer {
     int watch_rank = -1;  // the rank whose liveness connection this is (WATCH)
     std::string inbox;
     std::string outbox;
-    bool pending = false;  // a HELLO/GET/BARRIER waits for its answer
+    bool pending = false;  // a HELLO/GET/BARRIER/GATHER waits for its answer
     Message request;       // that request
     bool close_after_flush = false;
     bool closed = false;
@@ -101,6 +106,7 @@ class RendezvousServer {
   void Handle(Connection& conn, Message message);
   void HandleHello(Connection& conn, const Message& hello);
   void HandleWatch(Connection& conn, const Message& watch);
+  void HandleGather(Connection& conn, Message gather);
   /// JOB_MISMATCH to a connection of another job, which is then dropped.
   void TurnAway(Connection& conn, uint32_t rank);
   /// Departs every watched rank silent for the heartbeat.
@@ -138,6 +144,8 @@ class RendezvousServer {
   Status departure_;  // PEER_LOST of the first rank that left or dropped
   std::map<std::string, std::string, std::less<>> values_;
   std::map<std::string, std::set<int>, std::less<>> barrier_arrivals_;
+  // Per open gather round: the value of each rank that gave one, by rank.
+  std::map<std::string, std::map<int, std::string>, std::less<>> gather_rounds_;
   SilenceTracker silence_;  // used by the serving thread only
 };
 

@@ -106,6 +106,7 @@ uint32_t FrameLimits::MaxBody(uint8_t type) const {
     case MessageType::kHello:
     case MessageType::kWatch:
     case MessageType::kPing:
+    case MessageType::kGather:
     case MessageType::kGet:
     case MessageType::kBarrier:
     case MessageType::kBye:
@@ -138,6 +139,7 @@ std::string EncodeMessage(const Message& message) {
       body.append(kRendezvousMagic);
       break;
     case MessageType::kSet:
+    case MessageType::kGather:
     case MessageType::kError:
       PutString(body, message.name);
       PutString(body, message.payload);
@@ -183,6 +185,10 @@ Result<Message> DecodeBody(std::string_view body) {
     case MessageType::kSet:
       ok = reader.String(&message.name, kMaxNameBytes) && reader.String(&message.payload, UINT32_MAX);
       break;
+    case MessageType::kGather:
+      ok = reader.String(&message.name, kMaxNameBytes) &&
+           reader.String(&message.payload, kMaxGatherValueBytes);
+      break;
     case MessageType::kError:
       ok = reader.String(&message.name, kMaxNameBytes) && reader.String(&message.payload, kMaxControlBytes) &&
            (IsErrorCode(message.name) || reader.Fail("malformed error code"));
@@ -208,6 +214,28 @@ Result<Message> DecodeBody(std::string_view body) {
                          reader.error());
   }
   return message;
+}
+
+std::string EncodeGathered(const std::vector<std::string>& values) {
+  std::string payload;
+  PutU32(payload, static_cast<uint32_t>(values.size()));
+  for (const std::string& value : values) PutString(payload, value);
+  return payload;
+}
+
+Result<std::vector<std::string>> DecodeGathered(std::string_view payload, int world_size) {
+  BodyReader reader(payload);
+  uint32_t count = 0;
+  if (!reader.U32(&count)) return ProtocolError("gather reply: " + reader.error());
+  if (count != static_cast<uint32_t>(world_size))
+    return ProtocolError("gather reply holds " + std::to_string(count) + " values for " +
+                         std::to_string(world_size) + " ranks");
+  std::vector<std::string> values(count);
+  for (std::string& value : values) {
+    if (!reader.String(&value, kMaxGatherValueBytes)) return ProtocolError("gather reply: " + reader.error());
+  }
+  if (!reader.AtEnd()) return ProtocolError("gather reply: " + reader.error());
+  return values;
 }
 
 Result<std::optional<Message>> TakeMessage(std::string& buffer, const FrameLimits& limits) {

@@ -1,4 +1,5 @@
-// defines: MessageType, Message, EncodeMessage, TakeMessage, SendMessage, ReceiveMessage
+// defines: MessageType, Message, EncodeMessage, TakeMessage, SendMessage, ReceiveMessage,
+//          kMaxGatherValueBytes, EncodeGathered, DecodeGathered
 //
 // The rendezvous protocol's framing, shared by the coordinator (server) and
 // every rank (client). One frame:
@@ -13,6 +14,8 @@
 //   SET      str key, str value          -> OK
 //   GET      str key                     -> VALUE str value (when the key is present)
 //   BARRIER  str name                    -> OK (when every rank arrived)
+//   GATHER   str name, str value         -> VALUE (when every rank gave its value:
+//                                           u32 count, then count x str value, by rank)
 //   BYE                                  -> BYE_ACK
 //   WELCOME  magic[8]                    (reply to HELLO once every rank joined)
 //   ERROR    str code, str detail        (reply to anything; code is [A-Z0-9_]+)
@@ -22,6 +25,8 @@
 // the first five bytes, before a body is buffered: control frames are small
 // (kMaxControlBytes); only SET and VALUE carry values, bounded by the world size
 // (MaxValueBytes), and a connection that has not said HELLO may send no value.
+// A GATHER value is at most kMaxGatherValueBytes, so that its reply (every
+// rank's value) stays within MaxValueBytes.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "trainer/rendezvous/peer_wait.h"
@@ -43,6 +49,7 @@ enum class MessageType : uint8_t {
   kBye = 5,
   kWatch = 6,
   kPing = 7,
+  kGather = 8,
   kWelcome = 16,
   kOk = 17,
   kValue = 18,
@@ -56,6 +63,9 @@ inline constexpr std::string_view kRendezvousMagic = "DMLPRDV2";
 inline constexpr uint32_t kMaxControlBytes = 64u << 10;
 /// Largest key, barrier name, error code or job id.
 inline constexpr uint32_t kMaxNameBytes = 4096;
+
+/// Largest value one rank gives to a GATHER (a digest, a device label).
+inline constexpr uint32_t kMaxGatherValueBytes = 256;
 
 /// Largest value a job of `world_size` ranks stores: Gloo stores one address
 /// per peer (measured: 128 + 8 bytes each with this Gloo), the NCCL unique id
@@ -76,8 +86,8 @@ struct Message {
   MessageType type = MessageType::kOk;
   uint32_t rank = 0;        // HELLO
   uint32_t world_size = 0;  // HELLO
-  std::string name;         // SET/GET key, BARRIER name, ERROR code
-  std::string payload;      // SET/VALUE value, HELLO fingerprint, ERROR detail
+  std::string name;         // SET/GET key, BARRIER/GATHER name, ERROR code
+  std::string payload;      // SET/VALUE/GATHER value, HELLO fingerprint, ERROR detail
   std::string job_id;       // HELLO, WATCH
 };
 
@@ -85,6 +95,10 @@ struct Message {
 std::string EncodeMessage(const Message& message);
 /// Decodes one frame body (type byte onwards); PROTOCOL_ERROR when malformed.
 Result<Message> DecodeBody(std::string_view body);
+/// The VALUE payload answering a GATHER: every rank's value, in rank order.
+std::string EncodeGathered(const std::vector<std::string>& values);
+/// The values of a GATHER reply; PROTOCOL_ERROR unless it holds exactly `world_size` values.
+Result<std::vector<std::string>> DecodeGathered(std::string_view payload, int world_size);
 /// Takes the first complete frame off the front of `buffer` (nullopt: need more
 /// bytes). A length out of `limits` for its type fails at once, before its body arrives.
 Result<std::optional<Message>> TakeMessage(std::string& buffer, const FrameLimits& limits);

@@ -196,21 +196,22 @@ class TransactionalResume(SafetyTestCase):
         # Rank 1 dies after its receipt of step 7, but its step loop runs ahead
         # of its hasher, so rank 0 may already have checkpointed step 8: the
         # newest checkpoint is 6 or 8, and the expectations follow it.
-        newest = max(self.interrupted_run().glob("checkpoint-*.safetensors"))
-        step = int(newest.name.split("-")[1].split(".")[0])
+        checkpoints = sorted(self.interrupted_run().glob("checkpoint-*.safetensors"))
+        step = int(checkpoints[-1].name.split("-")[1].split(".")[0])
 
         def forge(out):
-            checkpoint = out / newest.name
-            saved = checkpoint.read_bytes()
-            forge_checkpoint(checkpoint)
-            return lambda: checkpoint.write_bytes(saved)
+            # Every checkpoint: one the receipts contradict is skipped for the
+            # previous one (the next test), so only when none is left is it refused.
+            saved = {out / c.name: (out / c.name).read_bytes() for c in checkpoints}
+            for checkpoint in saved:
+                forge_checkpoint(checkpoint)
+            return lambda: [checkpoint.write_bytes(data) for checkpoint, data in saved.items()]
 
         cases = (
             (f"RESUME_INVALID: the newest checkpoint is after step {step}, past STEPS=5",
              {"STEPS": 5}, None),
             ("CHECKPOINT_PLAN_MISMATCH", {"LEARNING_RATE": "0.002"}, None),
-            (f"RESUME_RECEIPTS_INVALID: the receipt of step {step} does not match its checkpoint's "
-             "digest", {}, forge),
+            ("CHECKPOINT_NOT_AGREED: no checkpoint agrees with every rank's receipts in ", {}, forge),
         )
         for expected, overrides, damage in cases:
             with self.subTest(expected=expected):
@@ -223,6 +224,21 @@ class TransactionalResume(SafetyTestCase):
                 self.assertEqual(tree(out), before, "a refused resume changed OUT_DIR")
                 undo()
                 self.assertResumesToBaseline(out)
+
+    def test_a_checkpoint_the_receipts_contradict_is_skipped_for_the_previous_one(self):
+        # What a rank 0 that had silently diverged leaves with DIVERGENCE_CHECK=off:
+        # a whole checkpoint whose digest no other rank recorded.
+        out = self.copy_of_interrupted("disagreeing")
+        checkpoints = sorted(out.glob("checkpoint-*.safetensors"))
+        self.assertEqual(len(checkpoints), 2)
+        forge_checkpoint(checkpoints[-1])
+        result = launch(out, 2, RESUME=1, **CHECKPOINTED)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"warning: skipping checkpoint: CHECKPOINT_DISAGREES: {checkpoints[-1]}: its "
+                      "digest ", result.stderr)
+        previous = int(checkpoints[0].name.split("-")[1].split(".")[0])
+        self.assertIn(f"resuming after step {previous} ", result.stderr)
+        self.assertIdenticalToBaseline(out)
 
     def test_a_receipt_that_contradicts_the_checkpoint_is_refused_before_anything_moves(self):
         out = self.copy_of_interrupted("tampered")

@@ -1,0 +1,77 @@
+// The divergence check's verdict (which ranks are named, by which majority, in
+// the exact RANK_DIVERGED text dmlp-launch parses), the device label, and the
+// test-only bit-flip hook's variable.
+#include "trainer/divergence_check.h"
+
+#include <gtest/gtest.h>
+
+#include "common/env.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
+#include "trainer/test_faults.h"
+
+namespace dmlp {
+namespace {
+
+const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');
+
+TEST(DivergenceCheckTest, EqualDigestsAreNoDivergence) {
+  EXPECT_FALSE(DescribeDivergence(3, {kA, kA, kA}, {"l0", "l1", "l2"}));
+  EXPECT_FALSE(DescribeDivergence(3, {kA}, {"l0"}));
+}
+
+TEST(DivergenceCheckTest, TheOddRankIsNamedByTheMajority) {
+  EXPECT_EQ(DescribeDivergence(7, {kA, kB, kA}, {"host h0 cpu X", "host h1 cpu X", "host h2 cpu X"}).value(),
+            "step=7 rank(s)=1 digest=" + kB + " majority=" + kA + " device(s)=rank 1: host h1 cpu X");
+  EXPECT_EQ(DescribeDivergence(2, {kB, kA, kA, kC, kA}, {"d0", "d1", "d2", "d3", "d4"}).value(),
+            "step=2 rank(s)=0,3 digest=" + kB + "," + kC + " majority=" + kA +
+                " device(s)=rank 0: d0; rank 3: d3");
+}
+
+TEST(DivergenceCheckTest, WithoutAStrictMajorityEveryRankIsNamed) {
+  EXPECT_EQ(DescribeDivergence(5, {kA, kB}, {"d0", "d1"}).value(),
+            "step=5 rank(s)=0,1 digest=" + kA + "," + kB + " majority=none device(s)=rank 0: d0; rank 1: d1");
+  // Two against two is no majority either.
+  EXPECT_EQ(DescribeDivergence(1, {kA, kB, kB, kA}, {"d0", "d1", "d2", "d3"}).value(),
+            "step=1 rank(s)=0,1,2,3 digest=" + kA + "," + kB + "," + kB + "," + kA +
+                " majority=none device(s)=rank 0: d0; rank 1: d1; rank 2: d2; rank 3: d3");
+}
+
+TEST(DivergenceCheckTest, DeviceLabelsNameHostAndDevice) {
+  EXPECT_EQ(DeviceLabel("h1", {"cuda", "NVIDIA L4", "GPU-8f3c", "0000:3B:00.0", "12.8"}),
+            "host h1 NVIDIA L4 GPU-8f3c PCI 0000:3B:00.0");
+  EXPECT_EQ(DeviceLabel("h1", {"cpu", "AMD EPYC 7R13", "", "", ""}), "host h1 cpu AMD EPYC 7R13");
+  // One line, and never over one gather value.
+  EXPECT_EQ(DeviceLabel("h\n1", {"cpu", std::string(1000, 'x'), "", "", ""}).size(), kMaxGatherValueBytes);
+  EXPECT_EQ(DeviceLabel("h\n1", {"cpu", "m", "", "", ""}), "host h 1 cpu m");
+}
+
+TEST(DivergenceCheckTest, OffOrAloneTheCheckPassesEveryStep) {
+  DivergenceCheck off;
+  EXPECT_FALSE(off.active());
+  EXPECT_TRUE(off.Check(1, kA).ok());
+}
+
+TEST(BitFlipForTestsTest, ReadsUpdateAndOptionallyByteAndBit) {
+  Environment env;
+  Result<BitFlipForTests> none = BitFlipForTests::FromEnvironment(env, 100);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->update, 0);
+  env.Set("DMLP_TEST_FLIP_BIT", "9");
+  Result<BitFlipForTests> flip = BitFlipForTests::FromEnvironment(env, 100);
+  ASSERT_TRUE(flip.ok()) << flip.status().ToString();
+  EXPECT_EQ(flip->update, 9);
+  EXPECT_EQ(flip->byte, 2u);
+  EXPECT_EQ(flip->bit, 6);
+  env.Set("DMLP_TEST_FLIP_BIT", "3:99:0");
+  flip = BitFlipForTests::FromEnvironment(env, 100);
+  ASSERT_TRUE(flip.ok()) << flip.status().ToString();
+  EXPECT_EQ(flip->byte, 99u);
+  EXPECT_EQ(flip->bit, 0);
+  for (const char* bad : {"0", "x", "3:100:0", "3:1:8", "3:1", "3:1:2:4", ""}) {
+    env.Set("DMLP_TEST_FLIP_BIT", bad);
+    EXPECT_EQ(BitFlipForTests::FromEnvironment(env, 100).status().code(), "ENV_INVALID") << bad;
+  }
+}
+
+}  // namespace
+}  // namespace dmlp

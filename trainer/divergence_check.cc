@@ -1,0 +1,95 @@
+#include "trainer/divergence_check.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <map>
+
+#include "trainer/rendezvous/rendezvous_wire.h"
+
+namespace dmlp {
+namespace {
+
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "unknown";
+  return name;
+}
+
+std::string JoinRanks(const std::vector<size_t>& ranks) {
+  std::string text;
+  for (size_t rank : ranks) text += (text.empty() ? "" : ",") + std::to_string(rank);
+  return text;
+}
+
+}  // namespace
+
+std::string DeviceLabel(const std::string& host, const DeviceIdentity& device) {
+  std::string label = "host " + host + " ";
+  if (device.kind == "cpu") {
+    label += "cpu " + device.name;
+  } else {
+    label += device.name;
+    if (!device.uuid.empty()) label += " " + device.uuid;
+    if (!device.pci_bus_id.empty()) label += " PCI " + device.pci_bus_id;
+  }
+  // One line, and small enough for one gather value.
+  for (char& c : label) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  if (label.size() > kMaxGatherValueBytes) label.resize(kMaxGatherValueBytes);
+  return label;
+}
+
+std::optional<std::string> DescribeDivergence(int64_t step, const std::vector<std::string>& digests,
+                                              const std::vector<std::string>& labels) {
+  std::map<std::string, size_t> holders;
+  for (const std::string& digest : digests) ++holders[digest];
+  if (holders.size() <= 1) return std::nullopt;
+  std::optional<std::string> majority;
+  for (const auto& [digest, count] : holders) {
+    if (2 * count > digests.size()) majority = digest;
+  }
+  std::vector<size_t> odd;
+  for (size_t rank = 0; rank < digests.size(); ++rank) {
+    if (!majority || digests[rank] != *majority) odd.push_back(rank);
+  }
+  std::string odd_digests, devices;
+  for (size_t rank : odd) {
+    odd_digests += (odd_digests.empty() ? "" : ",") + digests[rank];
+    devices += (devices.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + ": " + labels[rank]);
+  }
+  return "step=" + std::to_string(step) + " rank(s)=" + JoinRanks(odd) + " digest=" + odd_digests +
+         " majority=" + majority.value_or("none") + " device(s)=" + devices;
+}
+
+Result<DivergenceCheck> DivergenceCheck::Start(const Plan& plan, const Backend& backend,
+                                               Rendezvous& rendezvous) {
+  DivergenceCheck check;
+  if (!plan.divergence_check || plan.num_processes < 2) return check;
+  DMLP_ASSIGN_OR_RETURN(check.labels_,
+                        rendezvous.AllGather("device-label", DeviceLabel(HostName(), backend.Device())));
+  check.rendezvous_ = &rendezvous;
+  return check;
+}
+
+Status DivergenceCheck::Check(int64_t step, const std::string& digest) {
+  if (rendezvous_ == nullptr) return Status::Ok();
+  // One round per step, forgotten by the coordinator once answered; the step
+  // in the name makes a rank out of step a timeout naming it, never a false match.
+  DMLP_ASSIGN_OR_RETURN(std::vector<std::string> digests,
+                        rendezvous_->AllGather("step-digest/" + std::to_string(step), digest));
+  std::optional<std::string> divergence = DescribeDivergence(step, digests, labels_);
+  if (divergence) return Status::Error("RANK_DIVERGED", *divergence);
+  return Status::Ok();
+}
+
+Status PreferDivergence(Status status, DigestPipeline& digests) {
+  if (status.ok() || status.code() == "RANK_DIVERGED") return status;
+  // The sink has the verdict of every step it took: a peer that stopped for a
+  // divergence breaks this rank's collectives, which is not the news.
+  Status drained = digests.Drain();
+  return drained.code() == "RANK_DIVERGED" ? drained : status;
+}
+
+}  // namespace dmlp

@@ -1,0 +1,35 @@
+// defines: BitFlipForTests
+//
+// DMLP_TEST_FLIP_BIT=<update>[:<byte>:<bit>] (tests only, like
+// DMLP_TEST_KILL_AT): right after global update number <update> (1-based,
+// counting microbatches: update (step-1)*MICROBATCHES + microbatch + 1), flip
+// bit <bit> (0..7, default 6) of byte <byte> (default 2) of this rank's state
+// image on its device (Backend::FlipBitForTests). The defaults hit the top
+// mantissa bit of the first parameter: a change of a quarter to a half of its
+// value, which no later update rounds away, and which keeps the loss finite.
+// Only ranks whose environment has it are affected, so a test gives it to one
+// rank to make that rank silently diverge (trainer/divergence_check.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/env.h"
+#include "common/status.h"
+#include "trainer/backend.h"
+
+namespace dmlp {
+
+struct BitFlipForTests {
+  int64_t update = 0;  // 0: none
+  size_t byte = 2;
+  int bit = 6;
+
+  /// From DMLP_TEST_FLIP_BIT; none when unset. ENV_INVALID when malformed or
+  /// when the byte lies outside a state image of `image_bytes`.
+  static Result<BitFlipForTests> FromEnvironment(const Environment& env, size_t image_bytes);
+  /// Called after each update: flips when (step, microbatch) is update number `update`.
+  Status AfterUpdate(Backend& backend, int64_t step, int64_t microbatch, int64_t microbatches) const;
+};
+
+}  // namespace dmlp
