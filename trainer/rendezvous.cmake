@@ -19,6 +19,7 @@ add_library(dmlp_rendezvous STATIC
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/peer_wait.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/plan_difference.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_lane.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_server_peers.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/rendezvous_wire.cc

@@ -2,7 +2,8 @@
 # Ranks run as threads (or forked processes) on 127.0.0.1 with ports the kernel picked.
 add_executable(rendezvous_test ${CMAKE_CURRENT_LIST_DIR}/rendezvous_test.cc
                                ${CMAKE_CURRENT_LIST_DIR}/rendezvous_peers_test.cc
-                               ${CMAKE_CURRENT_LIST_DIR}/rendezvous_gather_test.cc)
+                               ${CMAKE_CURRENT_LIST_DIR}/rendezvous_gather_test.cc
+                               ${CMAKE_CURRENT_LIST_DIR}/rendezvous_lane_test.cc)
 target_link_libraries(rendezvous_test PRIVATE dmlp_rendezvous GTest::gtest_main)
 gtest_discover_tests(rendezvous_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
 

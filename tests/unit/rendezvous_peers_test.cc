@@ -28,8 +28,10 @@ namespace dmlp {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::ConnectTo;
 using testing::FreePort;
 using testing::ManualClock;
+using testing::ReadToEnd;
 using testing::RendezvousTestOptions;
 using testing::RunRanks;
 
@@ -38,30 +40,6 @@ RendezvousOptions JobOptions(int port, int rank, int world_size, const std::stri
   RendezvousOptions options = RendezvousTestOptions(port, rank, world_size, timeout_seconds, std::move(fingerprint));
   options.job_id = job_id;
   return options;
-}
-
-int ConnectTo(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  // A coordinator that never answers fails the test instead of hanging it.
-  timeval patience{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Everything the coordinator says on `fd` until it closes the connection.
-std::string ReadToEnd(int fd) {
-  std::string reply;
-  char chunk[4096];
-  for (ssize_t got; (got = read(fd, chunk, sizeof(chunk))) > 0;) reply.append(chunk, static_cast<size_t>(got));
-  return reply;
 }
 
 long ResidentKiB() {

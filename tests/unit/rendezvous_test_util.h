@@ -1,4 +1,4 @@
-// defines: FreePort, RunRanks, RendezvousTestOptions, ManualClock
+// defines: FreePort, ConnectTo, ReadToEnd, RunRanks, RendezvousTestOptions, ManualClock
 //
 // Helpers for tests that run several ranks as threads on 127.0.0.1.
 #pragma once
@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -31,6 +32,32 @@ inline int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+/// A raw client socket to the coordinator on 127.0.0.1:`port`, for tests that
+/// speak the protocol by hand; -1 when nothing listens.
+inline int ConnectTo(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // A coordinator that never answers fails the test instead of hanging it.
+  timeval patience{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Everything the coordinator says on `fd` until it closes the connection.
+inline std::string ReadToEnd(int fd) {
+  std::string reply;
+  char chunk[4096];
+  for (ssize_t got; (got = read(fd, chunk, sizeof(chunk))) > 0;) reply.append(chunk, static_cast<size_t>(got));
+  return reply;
 }
 
 inline RendezvousOptions RendezvousTestOptions(int port, int rank, int world_size, int timeout_seconds = 10,

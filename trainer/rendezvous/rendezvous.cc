@@ -78,7 +78,10 @@ std::string LocalAddressOf(int fd) {
 
 Rendezvous::Rendezvous(const RendezvousOptions& options) : options_(options) {}
 
-Rendezvous::~Rendezvous() { (void)Close(); }
+Rendezvous::~Rendezvous() {
+  (void)Close();
+  if (parent_ != nullptr) parent_->ForgetLane(this);
+}
 
 WaitClock& Rendezvous::clock() const {
   return options_.clock != nullptr ? *options_.clock : SteadyWaitClock();
@@ -291,6 +294,8 @@ void Rendezvous::Abandon() {
   abandoned_ = true;
   const int fd = live_fd_.load();
   if (fd >= 0) shutdown(fd, SHUT_RDWR);  // wakes a blocked call; Close() closes the fd
+  std::lock_guard<std::mutex> lock(lanes_mu_);
+  for (Rendezvous* lane : lanes_) lane->Abandon();
 }
 
 Status Rendezvous::Close() {

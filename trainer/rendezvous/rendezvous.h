@@ -69,6 +69,14 @@ class Rendezvous {
   /// completed, and the coordinator keeps nothing of a completed round.
   /// Bounded like Barrier; a rank lost meanwhile is PEER_LOST.
   Result<std::vector<std::string>> AllGather(std::string_view name, std::string_view value);
+  /// Another connection of this rank to the coordinator, with the same calls
+  /// and bounds, for a thread whose waits must not hold up this one's: each
+  /// connection carries one request at a time, so the digest pipeline's
+  /// divergence check (a GATHER that waits for every rank's step) and the step
+  /// loop's shard audit (a GET) each need their own. Abandon() on this
+  /// rendezvous abandons its lanes too; closing a lane is no departure.
+  /// REQUIRES: joined; this rendezvous outlives the lane.
+  Result<std::unique_ptr<Rendezvous>> OpenLane();
   /// Says goodbye. On rank 0 then keeps the coordinator up until every rank has
   /// said goodbye or dropped (bounded), so late ranks are never cut off.
   Status Close();
@@ -110,6 +118,8 @@ class Rendezvous {
   Result<Message> Call(const Message& request, const std::string& awaited,
                        const std::function<std::vector<int>()>& missing = {});
   Status Broken(Status status);
+  /// A lane of this rendezvous is going away (its destructor).
+  void ForgetLane(Rendezvous* lane);
 
   RendezvousOptions options_;
   std::unique_ptr<RendezvousServer> server_;  // rank 0 only
@@ -122,6 +132,11 @@ class Rendezvous {
   std::atomic<int> live_fd_{-1};  // fd_ as seen by Abandon(), which takes no lock
   std::shared_ptr<PeerLoss> peer_loss_ = std::make_shared<PeerLoss>();
   std::unique_ptr<PeerMonitor> monitor_;
+  // Lanes (rendezvous_lane.cc): a lane knows the rendezvous that opened it,
+  // which knows its open lanes, so that Abandon() reaches every connection.
+  Rendezvous* parent_ = nullptr;
+  std::mutex lanes_mu_;  // guards lanes_; never held while calling the coordinator
+  std::vector<Rendezvous*> lanes_;
 };
 
 }  // namespace dmlp

@@ -260,6 +260,7 @@ void RendezvousServer::Handle(Connection& conn, Message message) {
   if (conn.pending) return Reject(conn, "request while another is pending");
   if (message.type == MessageType::kHello) return HandleHello(conn, message);
   if (message.type == MessageType::kWatch) return HandleWatch(conn, message);
+  if (message.type == MessageType::kLane) return HandleLane(conn, message);
   if (message.type == MessageType::kPing && conn.watch_rank >= 0) {
     // Once a rank is lost every rank must stop waiting: the answer says why.
     if (!departure_.ok()) return ReplyError(conn, departure_);
@@ -405,7 +406,9 @@ void RendezvousServer::Reject(Connection& conn, const std::string& detail) {
 }
 
 void RendezvousServer::MarkLeft(Connection& conn, const std::string& why) {
-  if (conn.rank < 0 || rank_state_[conn.rank] != RankState::kJoined) return;
+  // A lane closes before its rank has said why it fails (trainer.cc): the
+  // rank's first connection and its liveness decide whether it left.
+  if (conn.lane || conn.rank < 0 || rank_state_[conn.rank] != RankState::kJoined) return;
   rank_state_[conn.rank] = RankState::kLeft;
   silence_.Forget(conn.rank);
   Depart(conn.rank, why);

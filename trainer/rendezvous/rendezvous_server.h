@@ -15,6 +15,11 @@
 //   - join: complete once every rank sent HELLO with rank 0's plan fingerprint
 //     and world size; otherwise every rank (also those still to come) gets the
 //     same PLAN_MISMATCH (or PROTOCOL_ERROR for a rank that joins twice);
+//   - lanes: a joined rank may open more request connections (LANE), so that
+//     one of its threads waiting on a GET or GATHER never holds up another's
+//     requests; a lane is served like the rank's first connection, but only
+//     that one (and WATCH) speak for the rank: a lane that closes, with or
+//     without BYE, is no departure;
 //   - liveness: a rank that opened its WATCH connection and then goes silent
 //     (no PING) for the heartbeat timeout of this server's running time
 //     (silence_tracker.h) is lost, as below;
@@ -87,6 +92,7 @@ class RendezvousServer {
     int fd = -1;
     int rank = -1;        // -1 until a HELLO that was accepted
     int watch_rank = -1;  // the rank whose liveness connection this is (WATCH)
+    bool lane = false;    // a further request connection of `rank` (LANE)
     std::string inbox;
     std::string outbox;
     bool pending = false;  // a HELLO/GET/BARRIER/GATHER waits for its answer
@@ -106,6 +112,7 @@ class RendezvousServer {
   void Handle(Connection& conn, Message message);
   void HandleHello(Connection& conn, const Message& hello);
   void HandleWatch(Connection& conn, const Message& watch);
+  void HandleLane(Connection& conn, const Message& lane);
   void HandleGather(Connection& conn, Message gather);
   /// JOB_MISMATCH to a connection of another job, which is then dropped.
   void TurnAway(Connection& conn, uint32_t rank);
@@ -116,7 +123,7 @@ class RendezvousServer {
   void FailJoin(const Status& status, bool notify_absent);
   /// PROTOCOL_ERROR reply, then the connection closes; a rank on it has left.
   void Reject(Connection& conn, const std::string& detail);
-  /// The rank on `conn` (if any, and still joined) has left: Depart.
+  /// The rank on `conn` (if any, still joined, and not on a lane) has left: Depart.
   void MarkLeft(Connection& conn, const std::string& why);
   /// Records the first departure and fails every pending wait with it.
   void Depart(int rank, const std::string& why);

@@ -35,6 +35,18 @@ void RendezvousServer::HandleWatch(Connection& conn, const Message& watch) {
   silence_.Heard(rank);
 }
 
+void RendezvousServer::HandleLane(Connection& conn, const Message& lane) {
+  if (conn.rank >= 0 || conn.watch_rank >= 0) return Reject(conn, "LANE on an identified connection");
+  if (lane.job_id != job_id_) return TurnAway(conn, lane.rank);
+  const int rank = static_cast<int>(lane.rank);
+  if (!join_done_ || rank < 0 || rank >= world_size_ || rank_state_[rank] != RankState::kJoined) {
+    return Reject(conn, "LANE from rank " + std::to_string(lane.rank) + ", which is not a joined rank");
+  }
+  conn.rank = rank;
+  conn.lane = true;
+  Reply(conn, Message{MessageType::kOk});
+}
+
 void RendezvousServer::CheckSilence() {
   for (int rank = silence_.FirstSilent(); rank >= 0; rank = silence_.FirstSilent()) {
     silence_.Forget(rank);

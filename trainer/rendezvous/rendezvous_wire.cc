@@ -105,6 +105,7 @@ uint32_t FrameLimits::MaxBody(uint8_t type) const {
       return value_bytes == 0 ? 0 : 1 + 4 + value_bytes;
     case MessageType::kHello:
     case MessageType::kWatch:
+    case MessageType::kLane:
     case MessageType::kPing:
     case MessageType::kGather:
     case MessageType::kGet:
@@ -131,6 +132,7 @@ std::string EncodeMessage(const Message& message) {
       PutString(body, message.payload);
       break;
     case MessageType::kWatch:
+    case MessageType::kLane:
       body.append(kRendezvousMagic);
       PutU32(body, message.rank);
       PutString(body, message.job_id);
@@ -177,6 +179,7 @@ Result<Message> DecodeBody(std::string_view body) {
            reader.String(&message.job_id, kMaxNameBytes) && reader.String(&message.payload, kMaxControlBytes);
       break;
     case MessageType::kWatch:
+    case MessageType::kLane:
       ok = reader.Magic() && reader.U32(&message.rank) && reader.String(&message.job_id, kMaxNameBytes);
       break;
     case MessageType::kWelcome:

@@ -10,6 +10,7 @@
 //
 //   HELLO    magic[8] "DMLPRDV2", u32 rank, u32 world_size, str job_id, str plan_fingerprint
 //   WATCH    magic[8], u32 rank, str job_id   (opens a rank's liveness connection, no reply)
+//   LANE     magic[8], u32 rank, str job_id   -> OK (opens another request connection of a joined rank)
 //   PING                                 -> PONG, or ERROR PEER_LOST once a rank is lost
 //   SET      str key, str value          -> OK
 //   GET      str key                     -> VALUE str value (when the key is present)
@@ -50,6 +51,7 @@ enum class MessageType : uint8_t {
   kWatch = 6,
   kPing = 7,
   kGather = 8,
+  kLane = 9,
   kWelcome = 16,
   kOk = 17,
   kValue = 18,
@@ -84,11 +86,11 @@ struct FrameLimits {
 /// One decoded frame. Which fields are used depends on the type.
 struct Message {
   MessageType type = MessageType::kOk;
-  uint32_t rank = 0;        // HELLO
+  uint32_t rank = 0;        // HELLO, WATCH, LANE
   uint32_t world_size = 0;  // HELLO
   std::string name;         // SET/GET key, BARRIER/GATHER name, ERROR code
   std::string payload;      // SET/VALUE/GATHER value, HELLO fingerprint, ERROR detail
-  std::string job_id;       // HELLO, WATCH
+  std::string job_id;       // HELLO, WATCH, LANE
 };
 
 /// The whole frame (length prefix included) for `message`.
