@@ -41,7 +41,8 @@ class ImageBackend final : public Backend {
     return SnapshotBuffer(new uint8_t[image_.size()], &FreeHost);
   }
   Status LoadState(const uint8_t*) override { return Status::Ok(); }
-  Status Update(int64_t, int64_t) override { return Status::Ok(); }
+  Status ComputePartials(int64_t, int64_t) override { return Status::Ok(); }
+  Status ReduceAndApply() override { return Status::Ok(); }
   Result<float> LastLoss() override { return 0.0f; }
   Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) override {
     std::memcpy(buffer, image_.data(), image_.size());

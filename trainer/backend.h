@@ -63,13 +63,46 @@ class Backend {
   /// Replaces the whole state with a canonical image (initial or resumed state).
   virtual Status LoadState(const uint8_t* image) = 0;
   /// One optimizer update (see the contract above). May return before the device finished.
-  virtual Status Update(int64_t step, int64_t microbatch) = 0;
+  Status Update(int64_t step, int64_t microbatch) {
+    DMLP_RETURN_IF_ERROR(ComputePartials(step, microbatch));
+    return ReduceAndApply();
+  }
+  /// Step 1 of an update: this rank's shard partials. The trainer audits them
+  /// (trainer/shard_audit.h) before ReduceAndApply.
+  virtual Status ComputePartials(int64_t step, int64_t microbatch) = 0;
+  /// Steps 2 and 3 of the update whose partials ComputePartials computed.
+  virtual Status ReduceAndApply() = 0;
   /// The global mean loss of the most recent update (waits for it).
   virtual Result<float> LastLoss() = 0;
   /// Starts copying the state as of all updates issued so far into `buffer`; the
   /// returned waiter blocks until the copy is complete. Updates may be issued
   /// meanwhile. REQUIRES: `buffer` stays untouched until the waiter returned.
   virtual Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) = 0;
+  // The shard audit (trainer/shard_audit.h). A digest is the SHA-256 (hex) of
+  // the padded partial as bytes: P gradient values, the loss sum, the zeros.
+  /// Digest of local shard `local_shard`'s partial of the update in progress
+  /// (between ComputePartials and ReduceAndApply); waits for the device.
+  virtual Result<std::string> PartialDigest(int64_t local_shard) {
+    (void)local_shard;
+    return Status::Error("INTERNAL", "this backend has no shard audit");
+  }
+  /// Computes global shard `shard`'s partial of (step, microbatch) from the
+  /// current parameters (the state before this update's Adam step) into the
+  /// audit buffer, with the same code and shapes as its owner, and returns
+  /// its digest. REQUIRES: between ComputePartials and ReduceAndApply; the
+  /// plan audits (AUDIT_EVERY > 0, NUM_PROCESSES > 1).
+  virtual Result<std::string> AuditShardDigest(int64_t step, int64_t microbatch, int64_t shard) {
+    (void)step, (void)microbatch, (void)shard;
+    return Status::Error("INTERNAL", "this backend has no shard audit");
+  }
+  /// Tests only (DMLP_TEST_CORRUPT_SHARD): flips one bit of local shard
+  /// `local_shard`'s partial before the reduction, as a faulty device would:
+  /// the top mantissa bit of the first gradient value (a lowest bit can vanish
+  /// in the fold's rounding, and the tests need the fault to reach the state).
+  virtual Status FlipPartialBitForTests(int64_t local_shard) {
+    (void)local_shard;
+    return Status::Error("INTERNAL", "this backend has no shard audit");
+  }
   /// Seconds spent so far per phase ("data", "compute", "collectives", "optimizer"),
   /// for the benchmark's split of a step; empty where a platform does not measure.
   virtual nlohmann::json Profile() const { return nlohmann::json::object(); }

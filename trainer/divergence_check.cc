@@ -1,20 +1,10 @@
 #include "trainer/divergence_check.h"
 
-#include <unistd.h>
-
-#include <climits>
 #include <map>
 
-#include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
 namespace {
-
-std::string HostName() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "unknown";
-  return name;
-}
 
 std::string JoinRanks(const std::vector<size_t>& ranks) {
   std::string text;
@@ -23,23 +13,6 @@ std::string JoinRanks(const std::vector<size_t>& ranks) {
 }
 
 }  // namespace
-
-std::string DeviceLabel(const std::string& host, const DeviceIdentity& device) {
-  std::string label = "host " + host + " ";
-  if (device.kind == "cpu") {
-    label += "cpu " + device.name;
-  } else {
-    label += device.name;
-    if (!device.uuid.empty()) label += " " + device.uuid;
-    if (!device.pci_bus_id.empty()) label += " PCI " + device.pci_bus_id;
-  }
-  // One line, and small enough for one gather value.
-  for (char& c : label) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  if (label.size() > kMaxGatherValueBytes) label.resize(kMaxGatherValueBytes);
-  return label;
-}
 
 std::optional<std::string> DescribeDivergence(int64_t step, const std::vector<std::string>& digests,
                                               const std::vector<std::string>& labels) {
@@ -63,12 +36,11 @@ std::optional<std::string> DescribeDivergence(int64_t step, const std::vector<st
          " majority=" + majority.value_or("none") + " device(s)=" + devices;
 }
 
-Result<DivergenceCheck> DivergenceCheck::Start(const Plan& plan, const Backend& backend,
-                                               Rendezvous& rendezvous) {
+DivergenceCheck DivergenceCheck::Start(const Plan& plan, const std::vector<RankDevice>& devices,
+                                       Rendezvous& rendezvous) {
   DivergenceCheck check;
   if (!plan.divergence_check || plan.num_processes < 2) return check;
-  DMLP_ASSIGN_OR_RETURN(check.labels_,
-                        rendezvous.AllGather("device-label", DeviceLabel(HostName(), backend.Device())));
+  for (const RankDevice& device : devices) check.labels_.push_back(device.label);
   check.rendezvous_ = &rendezvous;
   return check;
 }

@@ -1,4 +1,4 @@
-// defines: DeviceLabel, DescribeDivergence, DivergenceCheck, PreferDivergence
+// defines: DescribeDivergence, DivergenceCheck, PreferDivergence
 //
 // DIVERGENCE_CHECK=on (the default): every step, each rank's state digest is
 // compared with every other rank's while the job runs, so a rank whose state
@@ -6,8 +6,10 @@
 // the job at that step instead of being found after hours by dmlp-verify.
 //
 // Where: on the digest pipeline's sink thread (trainer.cc RecordStep: receipt,
-// then this check, then the checkpoint), through the rendezvous AllGather (32
-// bytes per rank per step, as hex). The step loop never waits on it except
+// then this check, then the checkpoint), through a rendezvous AllGather (32
+// bytes per rank per step, as hex) on the sink's own lane (Rendezvous::OpenLane),
+// so the step loop's own rendezvous calls (the shard audit) never queue behind
+// a gather that waits for a slower rank. The step loop never waits on it except
 // through the pipeline's back-pressure, so the check lags the loop by at most
 // the pipeline's depth (DIGEST_THREADS + 1 steps), and it never changes a byte
 // of a receipt or of the state. Because the checkpoint comes after it, rank 0
@@ -18,7 +20,7 @@
 //                  device(s)=rank R: <label>[; rank R: <label>...]
 // (one line; dmlp-train exits 4): the odd ranks are those outside the value a
 // strict majority of ranks hold; without one (two ranks, a tie) every rank is
-// named and majority=none. The labels are gathered once at start, so any rank
+// named and majority=none. The labels are gathered once at start (rank_devices.h), so any rank
 // names the odd rank's host and device, not only its number.
 //
 // With one process, or DIVERGENCE_CHECK=off, it is a no-op.
@@ -33,12 +35,10 @@
 #include "trainer/backend.h"
 #include "trainer/output/digest_pipeline.h"
 #include "trainer/plan.h"
+#include "trainer/rank_devices.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
-
-/// "host h1 NVIDIA L4 GPU-8f3c… PCI 0000:3B:00.0" (CUDA), "host h1 cpu <model>" (CPU).
-std::string DeviceLabel(const std::string& host, const DeviceIdentity& device);
 
 /// The RANK_DIVERGED detail for `digests` (by rank) at `step`, naming each odd
 /// rank's `labels` entry; nullopt when every rank holds the same digest.
@@ -50,9 +50,10 @@ class DivergenceCheck {
  public:
   /// Off: a check that passes every step.
   DivergenceCheck() = default;
-  /// Gathers every rank's device label (collective: every rank calls it once,
-  /// after the rendezvous). A no-op with one process or DIVERGENCE_CHECK=off.
-  static Result<DivergenceCheck> Start(const Plan& plan, const Backend& backend, Rendezvous& rendezvous);
+  /// `devices`: every rank's (GatherRankDevices), named in RANK_DIVERGED.
+  /// A no-op with one process or DIVERGENCE_CHECK=off.
+  static DivergenceCheck Start(const Plan& plan, const std::vector<RankDevice>& devices,
+                               Rendezvous& rendezvous);
   /// Compares `digest` (this rank's, of `step`) with every rank's (collective,
   /// in step order). RANK_DIVERGED when they differ; PEER_LOST etc. from the rendezvous.
   Status Check(int64_t step, const std::string& digest);

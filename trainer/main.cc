@@ -17,10 +17,12 @@ namespace {
 
 // Exit codes: 0 success, 1 the job failed, 2 configuration or usage error,
 // 4 a rank's state diverged (RANK_DIVERGED: a launcher may react to it alone).
+// 5 a shard's partial gradient differed between two ranks (trainer/shard_audit.h).
 int ExitCodeFor(const dmlp::Status& status) {
   const std::string& code = status.code();
   if (code.rfind("ENV_", 0) == 0 || code == "CONFIG_INVALID") return 2;
   if (code == "RANK_DIVERGED") return 4;
+  if (code == "SHARD_AUDIT_FAILED") return 5;
   return 1;
 }
 

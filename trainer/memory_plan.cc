@@ -45,6 +45,7 @@ struct Shapes {
   uint64_t activations = 0;   // one shard's layer outputs
   uint64_t widest = 0;        // widest layer output (the backward pass's deltas)
   bool exchange = false;      // ordered reduction over several ranks
+  bool audit = false;         // a second rank may recompute a shard (shard_audit.h)
 };
 
 Shapes ShapesOf(const Plan& plan) {
@@ -62,6 +63,7 @@ Shapes ShapesOf(const Plan& plan) {
   s.activations = Mul(s.shard, Add(Mul(U(m.layers), U(m.width)), U(m.classes)));
   s.widest = m.layers > 0 ? std::max(U(m.width), U(m.classes)) : U(m.classes);
   s.exchange = plan.num_processes > 1 && plan.reduction == Reduction::kOrdered;
+  s.audit = plan.audit_every > 0 && plan.num_processes > 1;
   return s;
 }
 
@@ -76,6 +78,7 @@ uint64_t CpuBackendBytes(const Plan& plan, const Shapes& s) {
     if (s.local_shards > 1) bytes = Add(bytes, Floats(Mul(s.local_shards, s.padded)));  // send
     bytes = Add(bytes, Floats(Mul(U(plan.data_shards), s.slice)));                      // receive
   }
+  if (s.audit) bytes = Add(bytes, Floats(s.padded));      // audit partial
   bytes = Add(bytes, Floats(s.activations));              // layer outputs
   bytes = Add(bytes, Floats(Mul(Mul(s.shard, s.widest), 2)));  // delta, delta_below
   return bytes;
@@ -95,6 +98,7 @@ uint64_t CudaDeviceBytes(const Plan& plan, const Shapes& s) {
     bytes = Add(bytes, Floats(Mul(U(plan.data_shards), s.slice)));  // receive
     bytes = Add(bytes, Floats(s.slice));                            // folded
   }
+  if (s.audit) bytes = Add(bytes, Floats(stride));  // audit partial
   bytes = Add(bytes, Floats(s.activations));
   bytes = Add(bytes, Floats(Mul(Mul(s.shard, s.widest), 2)));  // delta, delta_below
   bytes = Add(bytes, Floats(s.shard));                         // row loss
@@ -134,6 +138,8 @@ MemoryNeed EstimateMemory(const Plan& plan, int64_t snapshot_buffers) {
     need.host_bytes = Add(CpuBackendBytes(plan, shapes), host_images);
   } else {
     need.host_bytes = host_images;
+    // The pinned copy of a partial that the shard audit hashes.
+    if (shapes.audit) need.host_bytes = Add(need.host_bytes, Floats(shapes.padded));
     need.device_bytes = CudaDeviceBytes(plan, shapes);
   }
   return need;

@@ -18,7 +18,7 @@ constexpr const char* kPlanNames[] = {
     "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
     "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
     "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
-    "DIVERGENCE_CHECK"};
+    "DIVERGENCE_CHECK", "AUDIT_EVERY"};
 
 Status Invalid(const std::string& detail) { return Status::Error("ENV_INVALID", detail); }
 
@@ -142,6 +142,8 @@ Result<Plan> ReadPlan(const Environment& env) {
   DMLP_ASSIGN_OR_RETURN(plan.digest_threads, OptionalInteger(env, "DIGEST_THREADS", 0, 1, 64));
   DMLP_ASSIGN_OR_RETURN(plan.divergence_check,
                         Choice(env, "DIVERGENCE_CHECK", "on", {std::pair{"on", true}, std::pair{"off", false}}));
+  DMLP_ASSIGN_OR_RETURN(plan.audit_every,
+                        OptionalInteger(env, "AUDIT_EVERY", kDefaultAuditEvery, 0));
   DMLP_RETURN_IF_ERROR(CrossCheck(plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
@@ -213,10 +215,12 @@ std::string PlanFingerprint(const Plan& plan) {
   if (plan.platform == Platform::kCuda) add("collectives", CollectivesName(plan.collectives));
   add("checkpoint_every", std::to_string(plan.checkpoint_every));
   add("resume", plan.resume ? "1" : "0");
-  // Ranks must agree on it (a rank that does not check would leave the others
-  // waiting in the gather), but it never changes a byte: only when off, so the
-  // default's lines, and checkpoints' fingerprints (normalized to on), stay as they were.
+  // Ranks must agree on these (a rank that does not check or audit would leave
+  // the others waiting), but they never change a byte: each line only when not
+  // the default, so the default's lines stay as they were, and
+  // CheckpointFingerprint normalizes both to their defaults.
   if (!plan.divergence_check) add("divergence_check", "off");
+  if (plan.audit_every != kDefaultAuditEvery) add("audit_every", std::to_string(plan.audit_every));
   return text;
 }
 

@@ -29,6 +29,9 @@ const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
 const char* CollectivesName(CollectivesKind collectives);
 
+/// AUDIT_EVERY when unset: the cost stays under 2 % (README "Shard audit").
+inline constexpr int64_t kDefaultAuditEvery = 2000;
+
 struct Plan {
   int64_t steps = 0;           // logged steps (receipts)
   int64_t seed = 0;            // 0 .. 2^63-1
@@ -65,6 +68,11 @@ struct Plan {
   // digest at every step. In PlanFingerprint only when off (ranks must agree);
   // never changes a byte, so not in PlanDocument nor CheckpointFingerprint.
   bool divergence_check = true;
+  // AUDIT_EVERY (trainer/shard_audit.h): every this many updates one shard is
+  // computed twice, by its owner and by a second rank; 0 is off. Ranks must
+  // agree (in PlanFingerprint when not the default), but it never changes a byte of any file, so it
+  // is neither in CheckpointFingerprint nor in result.json.
+  int64_t audit_every = kDefaultAuditEvery;
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

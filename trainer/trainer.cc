@@ -22,6 +22,7 @@
 #include "trainer/output/progress.h"
 #include "trainer/output/run_output.h"
 #include "trainer/rendezvous/rendezvous.h"
+#include "trainer/shard_audit.h"
 #include "trainer/start.h"
 #include "trainer/test_faults.h"
 
@@ -63,12 +64,18 @@ void PrintProfile(const Plan& plan, const Backend& backend, const DigestPipeline
 }
 
 Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipeline& digests,
-             const BitFlipForTests& flip) {
+             const BitFlipForTests& flip, ShardAudit& audit) {
   ProgressReporter progress(stderr, first_step, plan.steps);
   const bool report = plan.process_id == 0;
   for (int64_t step = first_step; step <= plan.steps; ++step) {
     for (int64_t microbatch = 0; microbatch < plan.microbatches; ++microbatch) {
-      DMLP_RETURN_IF_ERROR(backend.Update(step, microbatch));
+      DMLP_RETURN_IF_ERROR(backend.ComputePartials(step, microbatch));
+      if (Status verdict = audit.Check(step, microbatch); !verdict.ok()) {
+        // Stopped before this update's reduction: the receipts end at step - 1, whole.
+        if (verdict.code() == kShardAuditFailed) (void)digests.Drain();
+        return audit.AgreeToStop(std::move(verdict));
+      }
+      DMLP_RETURN_IF_ERROR(backend.ReduceAndApply());
       DMLP_RETURN_IF_ERROR(flip.AfterUpdate(backend, step, microbatch, plan.microbatches));
     }
     DMLP_ASSIGN_OR_RETURN(float loss, backend.LastLoss());
@@ -181,20 +188,32 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   // A job resumed from its final checkpoint has nothing left to compute: the
   // checkpoint is the final state. Otherwise the last snapshot will be.
   if (start.done_steps < plan.steps) start.image = {};
-  DMLP_ASSIGN_OR_RETURN(DivergenceCheck check, DivergenceCheck::Start(plan, *backend, rendezvous));
+  // Every rank's host and device, for the failures that name them (rank_devices.h).
+  std::vector<RankDevice> devices;
+  if (plan.num_processes > 1) {
+    DMLP_ASSIGN_OR_RETURN(devices, GatherRankDevices(rendezvous, *backend));
+  }
+  // The digest pipeline's sink waits on every rank's step (divergence check,
+  // checkpoint agreement) beside the step loop, whose shard audit waits on the
+  // rendezvous too: each gets its own connection, so neither holds up the other.
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> sink_lane, rendezvous.OpenLane());
+  DivergenceCheck check = DivergenceCheck::Start(plan, devices, *sink_lane);
   DMLP_ASSIGN_OR_RETURN(BitFlipForTests flip,
                         BitFlipForTests::FromEnvironment(Environment::FromProcess(), layout.image_bytes()));
 
   DigestPipeline digests(*backend, layout.image_bytes(),
                          [&](int64_t step, const std::string& loss, const std::string& hash,
                              const uint8_t* image) {
-                           return RecordStep(plan, layout, output, rendezvous, check, step, loss,
+                           return RecordStep(plan, layout, output, *sink_lane, check, step, loss,
                                              hash, image, kill_step);
                          },
                          DigestThreadsFor(plan));
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<ShardAudit> audit,
+                        ShardAudit::Start(plan, *backend, rendezvous, devices));
   DMLP_RETURN_IF_ERROR(digests.Start());
   const auto loop_start = std::chrono::steady_clock::now();
-  DMLP_RETURN_IF_ERROR(PreferDivergence(Train(plan, start.done_steps + 1, *backend, digests, flip), digests));
+  DMLP_RETURN_IF_ERROR(
+      PreferDivergence(Train(plan, start.done_steps + 1, *backend, digests, flip, *audit), digests));
   const auto loop_end = std::chrono::steady_clock::now();
   PrintProfile(plan, *backend, digests, std::chrono::duration<double>(loop_end - loop_start).count(),
                std::chrono::duration<double>(loop_start - started).count());

@@ -10,6 +10,8 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
   ${CMAKE_CURRENT_LIST_DIR}/job_identity.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/shard_audit.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rank_devices.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/rank_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/receipt_file.cc

@@ -44,7 +44,8 @@ class FakeBackend final : public Backend {
     return SnapshotBuffer(new uint8_t[kImageBytes], &FreeCounted);
   }
   Status LoadState(const uint8_t*) override { return Status::Ok(); }
-  Status Update(int64_t, int64_t) override {
+  Status ComputePartials(int64_t, int64_t) override { return Status::Ok(); }
+  Status ReduceAndApply() override {
     ++version_;
     return Status::Ok();
   }

@@ -36,15 +36,6 @@ TEST(DivergenceCheckTest, WithoutAStrictMajorityEveryRankIsNamed) {
                 " majority=none device(s)=rank 0: d0; rank 1: d1; rank 2: d2; rank 3: d3");
 }
 
-TEST(DivergenceCheckTest, DeviceLabelsNameHostAndDevice) {
-  EXPECT_EQ(DeviceLabel("h1", {"cuda", "NVIDIA L4", "GPU-8f3c", "0000:3B:00.0", "12.8"}),
-            "host h1 NVIDIA L4 GPU-8f3c PCI 0000:3B:00.0");
-  EXPECT_EQ(DeviceLabel("h1", {"cpu", "AMD EPYC 7R13", "", "", ""}), "host h1 cpu AMD EPYC 7R13");
-  // One line, and never over one gather value.
-  EXPECT_EQ(DeviceLabel("h\n1", {"cpu", std::string(1000, 'x'), "", "", ""}).size(), kMaxGatherValueBytes);
-  EXPECT_EQ(DeviceLabel("h\n1", {"cpu", "m", "", "", ""}), "host h 1 cpu m");
-}
-
 TEST(DivergenceCheckTest, OffOrAloneTheCheckPassesEveryStep) {
   DivergenceCheck off;
   EXPECT_FALSE(off.active());

@@ -72,6 +72,25 @@ TEST(MemoryPlanTest, ExactBytesOfASmallCudaPlan) {
   EXPECT_EQ(need.host_bytes, 2 * 10048u);  // pinned snapshot buffers
 }
 
+TEST(MemoryPlanTest, TheShardAuditAddsOnePartial) {
+  // Any rank may audit: one more padded partial (838 floats) on the CPU; on
+  // CUDA one more aligned partial (896) on the device and its pinned host copy.
+  Plan cpu = TinyPlan(Platform::kCpu);
+  const uint64_t unaudited = EstimateMemory(cpu, 2).host_bytes;
+  cpu.audit_every = 100;
+  EXPECT_EQ(EstimateMemory(cpu, 2).host_bytes, unaudited + 838 * 4);
+  cpu.num_processes = 1;  // no second rank: no audit, no buffer
+  Plan alone = cpu;
+  alone.audit_every = 0;
+  EXPECT_EQ(EstimateMemory(cpu, 2).host_bytes, EstimateMemory(alone, 2).host_bytes);
+  Plan cuda = TinyPlan(Platform::kCuda);
+  const MemoryNeed before = EstimateMemory(cuda, 2);
+  cuda.audit_every = 1;
+  const MemoryNeed after = EstimateMemory(cuda, 2);
+  EXPECT_EQ(after.device_bytes, before.device_bytes + 896 * 4);
+  EXPECT_EQ(after.host_bytes, before.host_bytes + 838 * 4);
+}
+
 TEST(MemoryPlanTest, NeedsPast64BitsSaturate) {
   Plan plan = TinyPlan(Platform::kCpu);
   plan.model = ModelShape{12, 65536, 2000000000, 5};  // 12 P overflows uint64

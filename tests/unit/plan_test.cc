@@ -171,6 +171,27 @@ TEST(PlanTest, CollectivesAreACudaChoiceThatRanksMustShare) {
   EXPECT_EQ(ReadPlan(cuda).status().ToString(), "ENV_EMPTY: COLLECTIVES");
 }
 
+TEST(PlanTest, AuditEveryIsSharedByRanksButDecidesNoBit) {
+  Result<Plan> standard = ReadPlan(ValidEnv());
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  EXPECT_EQ(standard->audit_every, kDefaultAuditEvery);
+  EXPECT_EQ(ErrorWith("AUDIT_EVERY", "-1"), "ENV_INVALID: AUDIT_EVERY='-1' is not an integer");
+  EXPECT_EQ(ErrorWith("AUDIT_EVERY", "1.5"), "ENV_INVALID: AUDIT_EVERY='1.5' is not an integer");
+  EXPECT_EQ(ErrorWith("AUDIT_EVERY", ""), "ENV_EMPTY: AUDIT_EVERY");
+  Environment off = ValidEnv();
+  off.Set("AUDIT_EVERY", "0");
+  Result<Plan> unaudited = ReadPlan(off);
+  ASSERT_TRUE(unaudited.ok()) << unaudited.status().ToString();
+  EXPECT_EQ(unaudited->audit_every, 0);
+  // Ranks compare it (a rank that never audits would leave its peers waiting
+  // for its digest), but checkpoints and result.json do not carry it.
+  EXPECT_NE(PlanFingerprint(*unaudited).find("\naudit_every=0"), std::string::npos);
+  EXPECT_NE(PlanFingerprint(*unaudited), PlanFingerprint(*standard));
+  EXPECT_EQ(CheckpointFingerprint(*unaudited), CheckpointFingerprint(*standard));
+  EXPECT_EQ(CheckpointFingerprint(*standard).find("audit"), std::string::npos);
+  EXPECT_EQ(PlanDocument(*unaudited), PlanDocument(*standard));
+}
+
 TEST(PlanTest, CollectivesAreRefusedOnTheCpuPlatform) {
   for (const char* value : {"gloo", "nccl", ""})
     EXPECT_EQ(ErrorWith("COLLECTIVES", value),

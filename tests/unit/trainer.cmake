@@ -11,6 +11,8 @@ add_executable(trainer_test
   ${CMAKE_CURRENT_LIST_DIR}/replay_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/receipt_file_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/divergence_check_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/shard_audit_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rank_devices_test.cc
 )
 target_link_libraries(trainer_test PRIVATE dmlp_trainer_core GTest::gtest_main)
 target_compile_definitions(trainer_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "common/env.h"
+#include "common/sha256.h"
 #include "trainer/cpu/adam_cpu.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/collectives_gloo.h"
@@ -64,6 +65,8 @@ class CpuBackend final : public Backend {
       if (reduction_.shards_per_rank > 1) send_.resize(partials_.size());
       receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
     }
+    // Any rank may be asked to audit a shard (shard_audit.h), with one process none is.
+    if (plan.audit_every > 0 && plan.num_processes > 1) audit_partial_.resize(reduction_.padded_length());
   }
 
   nlohmann::json Fingerprint() const override {
@@ -89,8 +92,15 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
-  Status Update(int64_t step, int64_t microbatch) override {
-    DMLP_RETURN_IF_ERROR(ComputeShards(step, microbatch));
+  Status ComputePartials(int64_t step, int64_t microbatch) override {
+    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
+      ComputeShard(step, microbatch, plan_.first_shard() + static_cast<int64_t>(local),
+                   partials_.data() + local * reduction_.padded_length());
+    }
+    return Status::Ok();
+  }
+
+  Status ReduceAndApply() override {
     DMLP_RETURN_IF_ERROR(Reduce());
     PhaseTimer timer(optimizer_seconds_);
     last_loss_ = reduced_[reduction_.loss_index()] / static_cast<float>(plan_.batch);
@@ -119,6 +129,24 @@ class CpuBackend final : public Backend {
     return SnapshotWaiter([] { return Status::Ok(); });
   }
 
+  Result<std::string> PartialDigest(int64_t local_shard) override {
+    return Sha256Hex(Partial(local_shard), reduction_.padded_length() * sizeof(float));
+  }
+
+  Result<std::string> AuditShardDigest(int64_t step, int64_t microbatch, int64_t shard) override {
+    if (audit_partial_.empty()) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+    ComputeShard(step, microbatch, shard, audit_partial_.data());
+    return Sha256Hex(audit_partial_.data(), audit_partial_.size() * sizeof(float));
+  }
+
+  Status FlipPartialBitForTests(int64_t local_shard) override {
+    uint32_t bits = 0;
+    std::memcpy(&bits, Partial(local_shard), sizeof bits);
+    bits ^= 1u << 22;  // the top mantissa bit of the first gradient value: 33-50 % off
+    std::memcpy(Partial(local_shard), &bits, sizeof bits);
+    return Status::Ok();
+  }
+
   nlohmann::json Profile() const override {
     return {{"data", data_seconds_},
             {"compute", compute_seconds_},
@@ -131,32 +159,33 @@ class CpuBackend final : public Backend {
   float* mu() { return reinterpret_cast<float*>(image_.data() + layout_.mu_offset()); }
   float* nu() { return reinterpret_cast<float*>(image_.data() + layout_.nu_offset()); }
 
-  Status ComputeShards(int64_t step, int64_t microbatch) {
+  float* Partial(int64_t local_shard) {
+    return partials_.data() + static_cast<size_t>(local_shard) * reduction_.padded_length();
+  }
+
+  // One shard's partial: its owner and its auditor (AuditShardDigest) run this
+  // same code on the same shapes, so a healthy pair gives the same bits.
+  void ComputeShard(int64_t step, int64_t microbatch, int64_t shard, float* partial) {
     const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
                           plan_.model.classes};
     const int64_t shard_size = plan_.shard_size();
-    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
-      const int64_t shard = plan_.first_shard() + static_cast<int64_t>(local);
-      {
-        PhaseTimer timer(data_seconds_);
-        // A sample's bytes do not depend on which range generates it (data.h).
-        const int64_t features = plan_.model.features;
-        float* inputs = inputs_.data();
-        int32_t* labels = labels_.data();
-        const int64_t first_sample = shard * shard_size;
-        ParallelRanges(static_cast<size_t>(shard_size), kSampleGrain, [&](size_t first, size_t last) {
-          GenerateSamples(spec, step, microbatch, first_sample + static_cast<int64_t>(first),
-                          first_sample + static_cast<int64_t>(last),
-                          inputs + static_cast<int64_t>(first) * features, labels + first);
-        });
-      }
-      PhaseTimer timer(compute_seconds_);
-      float* partial = partials_.data() + local * reduction_.padded_length();
-      partial[reduction_.loss_index()] =
-          mlp_.ShardGradient(params(), inputs_.data(), labels_.data(), plan_.batch, partial);
-      std::fill(partial + reduction_.loss_index() + 1, partial + reduction_.padded_length(), 0.0f);
+    {
+      PhaseTimer timer(data_seconds_);
+      // A sample's bytes do not depend on which range generates it (data.h).
+      const int64_t features = plan_.model.features;
+      float* inputs = inputs_.data();
+      int32_t* labels = labels_.data();
+      const int64_t first_sample = shard * shard_size;
+      ParallelRanges(static_cast<size_t>(shard_size), kSampleGrain, [&](size_t first, size_t last) {
+        GenerateSamples(spec, step, microbatch, first_sample + static_cast<int64_t>(first),
+                        first_sample + static_cast<int64_t>(last),
+                        inputs + static_cast<int64_t>(first) * features, labels + first);
+      });
     }
-    return Status::Ok();
+    PhaseTimer timer(compute_seconds_);
+    partial[reduction_.loss_index()] =
+        mlp_.ShardGradient(params(), inputs_.data(), labels_.data(), plan_.batch, partial);
+    std::fill(partial + reduction_.loss_index() + 1, partial + reduction_.padded_length(), 0.0f);
   }
 
   Status Reduce() {
@@ -211,6 +240,7 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> labels_;
   std::vector<float> partials_;  // [local shard][padded]: gradient, loss sum, zeros
   std::vector<float> send_, receive_, reduced_;
+  std::vector<float> audit_partial_;  // [padded]: another rank's shard, recomputed for the audit
   float last_loss_ = 0;
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };

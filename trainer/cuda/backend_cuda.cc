@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "common/sha256.h"
 #include "trainer/adam.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/adam_update.h"
@@ -113,6 +114,14 @@ class CudaBackend final : public Backend {
                                                                   reduction_.slice_length()));
       DMLP_ASSIGN_OR_RETURN(folded_, DeviceBuffer<float>::Create(reduction_.slice_length()));
     }
+    if (plan_.audit_every > 0 && plan_.num_processes > 1) {
+      // Any rank may be asked to audit a shard (shard_audit.h); zeroed once like
+      // partials_, so the padding after the loss stays 0.
+      DMLP_ASSIGN_OR_RETURN(audit_partial_, DeviceBuffer<float>::Create(partial_stride_, true));
+      void* audit_host = nullptr;
+      CUDA_CHECK(cudaMallocHost(&audit_host, reduction_.padded_length() * sizeof(float)));
+      audit_host_.reset(static_cast<uint8_t*>(audit_host));
+    }
     void* loss_host = nullptr;
     CUDA_CHECK(cudaMallocHost(&loss_host, sizeof(float)));
     loss_host_.reset(static_cast<uint8_t*>(loss_host));
@@ -181,9 +190,51 @@ class CudaBackend final : public Backend {
     });
   }
 
-  Status Update(int64_t step, int64_t microbatch) override {
+  Status ComputePartials(int64_t step, int64_t microbatch) override {
     DMLP_RETURN_IF_ERROR(broken_);
-    return Guard([&] { return EnqueueUpdate(step, microbatch); });
+    return Guard([&] { return EnqueuePartials(step, microbatch); });
+  }
+
+  Status ReduceAndApply() override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    return Guard([&] { return EnqueueReduceAndApply(); });
+  }
+
+  Result<std::string> PartialDigest(int64_t local_shard) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    std::string digest;
+    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
+      DMLP_ASSIGN_OR_RETURN(digest, DigestOfDevicePartial(Partial(local_shard)));
+      return Status::Ok();
+    }));
+    return digest;
+  }
+
+  Result<std::string> AuditShardDigest(int64_t step, int64_t microbatch, int64_t shard) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    std::string digest;
+    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
+      if (audit_partial_.get() == nullptr)
+        return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+      DMLP_RETURN_IF_ERROR(EnqueueShard(step, microbatch, shard, audit_partial_.get()));
+      DMLP_ASSIGN_OR_RETURN(digest, DigestOfDevicePartial(audit_partial_.get()));
+      return Status::Ok();
+    }));
+    return digest;
+  }
+
+  Status FlipPartialBitForTests(int64_t local_shard) override {
+    DMLP_RETURN_IF_ERROR(broken_);
+    return Guard([&]() -> Status {
+      uint32_t bits = 0;
+      CUDA_CHECK(cudaMemcpyAsync(&bits, Partial(local_shard), sizeof bits, cudaMemcpyDeviceToHost,
+                                 stream_.get()));
+      DMLP_RETURN_IF_ERROR(WaitForStream());
+      bits ^= 1u << 22;  // the top mantissa bit of the first gradient value: 33-50 % off
+      CUDA_CHECK(cudaMemcpyAsync(Partial(local_shard), &bits, sizeof bits, cudaMemcpyHostToDevice,
+                                 stream_.get()));
+      return WaitForStream();
+    });
   }
 
   Result<float> LastLoss() override {
@@ -241,6 +292,9 @@ class CudaBackend final : public Backend {
 
  private:
   float* params() const { return reinterpret_cast<float*>(state_.get()); }
+  float* Partial(int64_t local_shard) const {
+    return partials_.get() + static_cast<size_t>(local_shard) * partial_stride_;
+  }
   float* mu() const { return reinterpret_cast<float*>(state_.get() + layout_.mu_offset()); }
   float* nu() const { return reinterpret_cast<float*>(state_.get() + layout_.nu_offset()); }
   int32_t* count_slot() const {
@@ -277,23 +331,48 @@ class CudaBackend final : public Backend {
     return Status::Ok();
   }
 
-  Status EnqueueUpdate(int64_t step, int64_t microbatch) {
+  /// Step 1 of the update contract (backend.h): every local shard's partial.
+  Status EnqueuePartials(int64_t step, int64_t microbatch) {
+    DMLP_RETURN_IF_ERROR(profile_.Begin(stream_.get()));
+    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
+      DMLP_RETURN_IF_ERROR(EnqueueShard(step, microbatch,
+                                        plan_.first_shard() + static_cast<int64_t>(local),
+                                        partials_.get() + local * partial_stride_));
+    }
+    return Status::Ok();
+  }
+
+  // One shard's partial: its owner and its auditor (AuditShardDigest) run this
+  // same code on the same shapes (partials start 256-byte aligned in both
+  // buffers), so a healthy pair of same-model GPUs gives the same bits.
+  Status EnqueueShard(int64_t step, int64_t microbatch, int64_t shard, float* partial) {
     cudaStream_t stream = stream_.get();
     const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
                           plan_.model.classes};
     const int64_t shard_size = plan_.shard_size();
-    DMLP_RETURN_IF_ERROR(profile_.Begin(stream));
-    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
-      const int64_t shard = plan_.first_shard() + static_cast<int64_t>(local);
-      DMLP_RETURN_IF_ERROR(cuda::GenerateSamplesOnDevice(spec, step, microbatch, shard * shard_size,
-                                                         (shard + 1) * shard_size, inputs_.get(),
-                                                         labels_.get(), stream));
-      DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kData, stream));
-      float* partial = partials_.get() + local * partial_stride_;
-      DMLP_RETURN_IF_ERROR(mlp_.ShardGradient(params(), inputs_.get(), labels_.get(), plan_.batch,
-                                              partial, partial + reduction_.loss_index()));
-      DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCompute, stream));
-    }
+    DMLP_RETURN_IF_ERROR(cuda::GenerateSamplesOnDevice(spec, step, microbatch, shard * shard_size,
+                                                       (shard + 1) * shard_size, inputs_.get(),
+                                                       labels_.get(), stream));
+    DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kData, stream));
+    DMLP_RETURN_IF_ERROR(mlp_.ShardGradient(params(), inputs_.get(), labels_.get(), plan_.batch,
+                                            partial, partial + reduction_.loss_index()));
+    return profile_.Mark(PhaseProfile::kCompute, stream);
+  }
+
+  /// SHA-256 of a padded partial on the device: copied to pinned host memory
+  /// after everything queued so far, then hashed here.
+  Result<std::string> DigestOfDevicePartial(const float* partial) {
+    if (audit_host_ == nullptr) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+    const size_t bytes = reduction_.padded_length() * sizeof(float);
+    CUDA_CHECK(cudaMemcpyAsync(audit_host_.get(), partial, bytes, cudaMemcpyDeviceToHost,
+                               stream_.get()));
+    DMLP_RETURN_IF_ERROR(WaitForStream());
+    return Sha256Hex(audit_host_.get(), bytes);
+  }
+
+  /// Steps 2 and 3 of the update contract, after EnqueuePartials.
+  Status EnqueueReduceAndApply() {
+    cudaStream_t stream = stream_.get();
     DMLP_ASSIGN_OR_RETURN(const float* gradient, Reduce(stream));
     DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCollectives, stream));
     DMLP_RETURN_IF_ERROR(WaitForSnapshotCopy());
@@ -360,7 +439,9 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> partials_;          // [local shard][partial_stride_]: gradient, loss, zeros
   DeviceBuffer<float> receive_, folded_;  // ordered exchange with several ranks
   DeviceBuffer<float> reduced_;           // padded: global gradient, loss sum, zeros
+  DeviceBuffer<float> audit_partial_;     // [partial_stride_]: another rank's shard, for the audit
   SnapshotBuffer loss_host_{nullptr, &FreePinned};  // pinned float: the last update's loss sum
+  SnapshotBuffer audit_host_{nullptr, &FreePinned};  // pinned [padded]: a partial being hashed
   std::unique_ptr<cuda::DeviceCollectives> comm_;  // null with one process
   int32_t count_ = 0;  // Adam count of the state the next update starts from
   int64_t updates_ = 0;

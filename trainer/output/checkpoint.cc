@@ -81,6 +81,7 @@ std::string CheckpointFingerprint(const Plan& plan) {
   // Which library moved the bytes does not change them (ordered), and with
   // allreduce the bits depend on NUM_PROCESSES too, which is normalized above.
   normalized.collectives = CollectivesKind::kNccl;
+  normalized.audit_every = kDefaultAuditEvery;  // an audit only checks the computation
   return PlanFingerprint(normalized);
 }
 

@@ -1,0 +1,97 @@
+// defines: AuditAssignment, AuditScheduleFor, ShardAuditFailure,
+//          UnauditedPairs, kShardAuditFailed, ShardAudit
+//
+// The shard audit (issue 16; README "Shard audit"). Comparing the ranks' state
+// digests catches a rank whose copy of the state went wrong, but not a fault in
+// one rank's gradient computation: the ordered reduction hands that rank's
+// wrong shard partial to every rank alike, so all states agree. So, every
+// AUDIT_EVERY updates, one shard (rotating over all of them) is computed a
+// second time by another rank, from the same samples and parameters with the
+// same code and shapes, and the SHA-256 digests of the two padded partials are
+// compared. On devices of the same name the partials must be bit-identical;
+// a difference stops every rank, before that update's reduction, with
+//   SHARD_AUDIT_FAILED: step=s update=u shard=k ranks=a,b digests=<a's>,<b's>
+//   device(s)=rank a: <label>; rank b: <label>
+// (one line; dmlp-train exit code 5). It reads partials and adds one extra
+// shard per audited update on one rank; it never changes a byte of any receipt
+// or of the state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "trainer/backend.h"
+#include "trainer/plan.h"
+#include "trainer/rank_devices.h"
+
+namespace dmlp {
+
+class Rendezvous;
+
+inline constexpr const char* kShardAuditFailed = "SHARD_AUDIT_FAILED";
+
+/// What the schedule says about one update.
+struct AuditAssignment {
+  int64_t update = 0;     // global update number: (step - 1) * MICROBATCHES + microbatch + 1
+  bool audited = false;   // the rest is meaningful only when true
+  int64_t shard = -1;     // the global shard computed twice
+  int64_t owner = -1;     // the rank that computes it anyway
+  int64_t auditor = -1;   // (owner + 1) mod NUM_PROCESSES
+};
+
+/// The schedule, a pure function of the plan: update u is audited when
+/// AUDIT_EVERY > 0, NUM_PROCESSES > 1 and u % AUDIT_EVERY == 0; its shard is
+/// (u / AUDIT_EVERY - 1) mod DATA_SHARDS, so the audits rotate over every shard.
+AuditAssignment AuditScheduleFor(const Plan& plan, int64_t step, int64_t microbatch);
+
+/// The SHARD_AUDIT_FAILED status of `assignment` (an update of `step`),
+/// naming both digests and both devices.
+Status ShardAuditFailure(int64_t step, const AuditAssignment& assignment,
+                         const std::string& owner_digest, const std::string& auditor_digest,
+                         const std::string& owner_label, const std::string& auditor_label);
+
+/// The (owner, auditor) pairs whose devices have different names, given each
+/// rank's device name: "3,4 (NVIDIA L4 / NVIDIA A100); ..."; "" when none.
+std::string UnauditedPairs(const std::vector<std::string>& device_names);
+
+class ShardAudit {
+ public:
+  /// `devices`: every rank's (GatherRankDevices). When the plan audits,
+  /// rank 0 prints one warning naming the rank pairs whose devices have
+  /// different names: their partials need not be bit-identical, so they are
+  /// not audited. Reads the test hook DMLP_TEST_CORRUPT_SHARD=<update> (an
+  /// integer >= 1; ENV_INVALID otherwise).
+  static Result<std::unique_ptr<ShardAudit>> Start(const Plan& plan, Backend& backend,
+                                                  Rendezvous& rendezvous,
+                                                  const std::vector<RankDevice>& devices);
+
+  /// Between backend.ComputePartials(step, microbatch) and ReduceAndApply():
+  /// applies the test fault, then, on an audited update, owner and auditor
+  /// publish their digests and every rank reads both, so all ranks return the
+  /// same verdict: OK, or SHARD_AUDIT_FAILED.
+  Status Check(int64_t step, int64_t microbatch);
+
+  /// For Check's SHARD_AUDIT_FAILED: waits until every rank has read the
+  /// verdict (a rank that left early would take the coordinator, or its
+  /// connection, from under a slower one still reading the digests), then
+  /// returns it. Any other status is returned as it is.
+  Status AgreeToStop(Status verdict);
+
+ private:
+  ShardAudit(const Plan& plan, Backend& backend, Rendezvous& rendezvous,
+             std::vector<RankDevice> devices, int64_t corrupt_update)
+      : plan_(plan), backend_(backend), rendezvous_(rendezvous), devices_(std::move(devices)),
+        corrupt_update_(corrupt_update) {}
+
+  const Plan plan_;
+  Backend& backend_;
+  Rendezvous& rendezvous_;
+  const std::vector<RankDevice> devices_;  // by rank; empty when the plan does not audit
+  const int64_t corrupt_update_;  // DMLP_TEST_CORRUPT_SHARD; 0 when unset
+  int64_t failed_update_ = 0;  // the update whose verdict was SHARD_AUDIT_FAILED
+};
+
+}  // namespace dmlp
