@@ -29,22 +29,13 @@ import argparse
 import hashlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = {"FEATURES": "512", "WIDTH": "1024", "LAYERS": "3", "CLASSES": "10", "BATCH": "512",
-          "MICROBATCHES": "8", "SEED": "42", "LEARNING_RATE": "0.001"}
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_job import ISSUE4_CONFIG, ROOT, median, run_cpu_job  # noqa: E402
 
 
 def default_audit_every():
@@ -54,20 +45,9 @@ def default_audit_every():
 
 
 def train_loop_seconds(build, processes, steps, audit_every, out_dir):
-    env = dict(os.environ, **{k: os.environ.get(k, v) for k, v in CONFIG.items()},
-               STEPS=str(steps), NUM_PROCESSES=str(processes), DATA_SHARDS=str(processes),
-               PLATFORM="cpu", HEARTBEAT_TIMEOUT_SECONDS="120", COORDINATOR_PORT=str(free_port()),
-               OUT_DIR=str(out_dir), DMLP_PROFILE="1", AUDIT_EVERY=str(audit_every))
-    result = subprocess.run([str(build / "bin/dmlp-launch"), str(build / "bin/dmlp-train")],
-                            env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if result.returncode != 0:
-        sys.exit(f"audit_bench: dmlp-train failed:\n{result.stderr}")
-    line = next(l for l in result.stderr.splitlines() if "PROFILE " in l)
-    return json.loads(line.split("PROFILE ", 1)[1])["train_loop"]
-
-
-def median(values):
-    return sorted(values)[len(values) // 2]
+    profile = run_cpu_job(build, "audit_bench", ISSUE4_CONFIG, processes, steps, out_dir,
+                          AUDIT_EVERY=audit_every)
+    return profile["train_loop"]
 
 
 def parameter_count(env):
@@ -128,7 +108,7 @@ def main():
     if not args.no_measure:
         build = Path(args.build).resolve()
         settings = [0, default, 10, 1]
-        updates = args.steps * int(os.environ.get("MICROBATCHES", CONFIG["MICROBATCHES"]))
+        updates = args.steps * int(os.environ.get("MICROBATCHES", ISSUE4_CONFIG["MICROBATCHES"]))
         print(f"audit_bench: PLATFORM=cpu NUM_PROCESSES={args.processes} STEPS={args.steps} "
               f"({updates} updates), {args.rounds} rounds; load average {os.getloadavg()[0]:.2f}")
         times = {every: [] for every in settings}

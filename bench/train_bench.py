@@ -24,47 +24,24 @@ The reference needs JAX (bench/reference/setup_venv.sh); without it, or with
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = {"FEATURES": "512", "WIDTH": "1024", "LAYERS": "3", "CLASSES": "10", "BATCH": "512",
-          "MICROBATCHES": "8", "SEED": "42", "LEARNING_RATE": "0.001"}
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_job import ISSUE4_CONFIG, ROOT, configured, median, run_cpu_job, spread  # noqa: E402
 
 
 def config():
-    return {k: os.environ.get(k, v) for k, v in CONFIG.items()}
+    return configured(ISSUE4_CONFIG)
 
 
 def run_dmlp(build, processes, steps, scratch):
-    env = dict(os.environ, **config(), STEPS=str(steps), NUM_PROCESSES=str(processes),
-               DATA_SHARDS=str(processes), PLATFORM="cpu", HEARTBEAT_TIMEOUT_SECONDS="120",
-               COORDINATOR_PORT=str(free_port()), OUT_DIR=str(scratch / f"dmlp-{processes}"),
-               DMLP_PROFILE="1")
-    started = time.monotonic()
-    result = subprocess.run([str(build / "bin/dmlp-launch"), str(build / "bin/dmlp-train")], env=env,
-                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall = time.monotonic() - started
-    if result.returncode != 0:
-        sys.exit(f"train_bench: dmlp-train failed:\n{result.stderr}")
-    line = next(l for l in result.stderr.splitlines() if "PROFILE " in l)
-    profile = json.loads(line.split("PROFILE ", 1)[1])
-    profile["wall"] = wall
-    return profile
+    return run_cpu_job(build, "train_bench", ISSUE4_CONFIG, processes, steps, scratch / f"dmlp-{processes}")
 
 
 def run_reference(processes, steps, scratch):
@@ -87,15 +64,6 @@ def floor(build, processes):
                           cfg["CLASSES"], str(samples), str(threads)],
                          capture_output=True, text=True, check=True).stdout
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", out)}
-
-
-def median(values):
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-
-
-def spread(values, fmt="{:.3f}"):
-    return f"{fmt.format(median(values))} (range {fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
 def peak(build):
