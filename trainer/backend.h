@@ -1,4 +1,4 @@
-// defines: Backend, SnapshotBuffer, SnapshotWaiter, CreateCpuBackend, CreateCudaBackend,
+// defines: Backend, SnapshotBuffer, SnapshotWaiter, PartialCopy, CreateCpuBackend, CreateCudaBackend,
 //          CudaFreeDeviceMemory
 //
 // The platform seam. Everything a rank does that is not GEMMs, kernels or
@@ -50,6 +50,15 @@ using SnapshotBuffer = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
 /// Blocks until a snapshot's bytes are in its buffer; its error fails the rank.
 using SnapshotWaiter = std::function<Status()>;
 
+/// A shard partial on its way to host memory (Backend::CopyPartial): `bytes`
+/// holds its `size` bytes once `ready` returned OK. `ready` may run on another
+/// thread; the backend outlives it.
+struct PartialCopy {
+  const uint8_t* bytes = nullptr;
+  size_t size = 0;
+  SnapshotWaiter ready;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -78,20 +87,21 @@ class Backend {
   /// returned waiter blocks until the copy is complete. Updates may be issued
   /// meanwhile. REQUIRES: `buffer` stays untouched until the waiter returned.
   virtual Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) = 0;
-  // The shard audit (trainer/shard_audit.h). A digest is the SHA-256 (hex) of
-  // the padded partial as bytes: P gradient values, the loss sum, the zeros.
-  /// Digest of local shard `local_shard`'s partial of the update in progress
-  /// (between ComputePartials and ReduceAndApply); waits for the device.
-  virtual Result<std::string> PartialDigest(int64_t local_shard) {
+  // The shard audit (trainer/shard_audit.h): a padded partial (P gradient
+  // values, the loss sum, the zeros) copied to host memory, for a thread that
+  // hashes it while the updates go on. Both calls copy into the one audit
+  // buffer. REQUIRES: between ComputePartials and ReduceAndApply; the plan
+  // audits (AUDIT_EVERY > 0, NUM_PROCESSES > 1); the previous PartialCopy was
+  // waited for and its bytes read.
+  /// Local shard `local_shard`'s partial of the update in progress.
+  virtual Result<PartialCopy> CopyPartial(int64_t local_shard) {
     (void)local_shard;
     return Status::Error("INTERNAL", "this backend has no shard audit");
   }
   /// Computes global shard `shard`'s partial of (step, microbatch) from the
-  /// current parameters (the state before this update's Adam step) into the
-  /// audit buffer, with the same code and shapes as its owner, and returns
-  /// its digest. REQUIRES: between ComputePartials and ReduceAndApply; the
-  /// plan audits (AUDIT_EVERY > 0, NUM_PROCESSES > 1).
-  virtual Result<std::string> AuditShardDigest(int64_t step, int64_t microbatch, int64_t shard) {
+  /// current parameters (the state before this update's Adam step), with the
+  /// same code and shapes as its owner, and copies it.
+  virtual Result<PartialCopy> CopyAuditShard(int64_t step, int64_t microbatch, int64_t shard) {
     (void)step, (void)microbatch, (void)shard;
     return Status::Error("INTERNAL", "this backend has no shard audit");
   }

@@ -30,7 +30,7 @@ const char* MatmulPrecisionName(MatmulPrecision precision);
 const char* CollectivesName(CollectivesKind collectives);
 
 /// AUDIT_EVERY when unset: the cost stays under 2 % (README "Shard audit").
-inline constexpr int64_t kDefaultAuditEvery = 2000;
+inline constexpr int64_t kDefaultAuditEvery = 200;
 
 struct Plan {
   int64_t steps = 0;           // logged steps (receipts)

@@ -6,16 +6,13 @@
 #include <vector>
 
 #include "common/env.h"
+#include "common/sha256.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {
 
 bool Audits(const Plan& plan) { return plan.audit_every > 0 && plan.num_processes > 1; }
-
-std::string DigestKey(int64_t update, const char* role) {
-  return "shard-audit/" + std::to_string(update) + "/" + role;
-}
 
 /// DMLP_TEST_CORRUPT_SHARD (tests/e2e/trainer/test_shard_audit.py): the global
 /// update at which this rank flips one bit of its first local shard's partial
@@ -29,6 +26,7 @@ Result<int64_t> CorruptUpdateForTests() {
 
 AuditAssignment AuditScheduleFor(const Plan& plan, int64_t step, int64_t microbatch) {
   AuditAssignment assignment;
+  assignment.step = step;
   assignment.update = (step - 1) * plan.microbatches + microbatch + 1;
   if (!Audits(plan) || assignment.update % plan.audit_every != 0) return assignment;
   assignment.audited = true;
@@ -38,17 +36,22 @@ AuditAssignment AuditScheduleFor(const Plan& plan, int64_t step, int64_t microba
   return assignment;
 }
 
-Status ShardAuditFailure(int64_t step, const AuditAssignment& assignment,
-                         const std::string& owner_digest, const std::string& auditor_digest,
-                         const std::string& owner_label, const std::string& auditor_label) {
+int64_t AuditVerdictLag(const Plan& plan) {
+  constexpr int64_t kLongestLag = 64;
+  return plan.audit_every < kLongestLag ? plan.audit_every : kLongestLag;
+}
+
+Status ShardAuditFailure(const AuditAssignment& assignment, const std::string& owner_digest,
+                         const std::string& auditor_digest, const std::string& owner_label,
+                         const std::string& auditor_label) {
   const std::string owner = std::to_string(assignment.owner);
   const std::string auditor = std::to_string(assignment.auditor);
   return Status::Error(kShardAuditFailed,
-                       "step=" + std::to_string(step) + " update=" + std::to_string(assignment.update) +
-                           " shard=" + std::to_string(assignment.shard) + " ranks=" + owner + "," +
-                           auditor + " digests=" + owner_digest + "," + auditor_digest +
-                           " device(s)=rank " + owner + ": " + owner_label + "; rank " + auditor +
-                           ": " + auditor_label);
+                       "step=" + std::to_string(assignment.step) + " update=" +
+                           std::to_string(assignment.update) + " shard=" +
+                           std::to_string(assignment.shard) + " ranks=" + owner + "," + auditor +
+                           " digests=" + owner_digest + "," + auditor_digest + " device(s)=rank " +
+                           owner + ": " + owner_label + "; rank " + auditor + ": " + auditor_label);
 }
 
 std::string UnauditedPairs(const std::vector<std::string>& device_names) {
@@ -84,30 +87,55 @@ Result<std::unique_ptr<ShardAudit>> ShardAudit::Start(const Plan& plan, Backend&
 
 Status ShardAudit::Check(int64_t step, int64_t microbatch) {
   const AuditAssignment assignment = AuditScheduleFor(plan_, step, microbatch);
+  if (pending_ && assignment.update >= pending_->update + AuditVerdictLag(plan_))
+    DMLP_RETURN_IF_ERROR(Verdict());
   if (assignment.update == corrupt_update_)
     DMLP_RETURN_IF_ERROR(backend_.FlipPartialBitForTests(0));
   if (!assignment.audited) return Status::Ok();
-  const RankDevice& owner = devices_[assignment.owner];
-  const RankDevice& auditor = devices_[assignment.auditor];
-  if (owner.name != auditor.name) return Status::Ok();  // warned about at the start
-  const std::string owner_key = DigestKey(assignment.update, "owner");
-  const std::string auditor_key = DigestKey(assignment.update, "auditor");
-  if (plan_.process_id == assignment.owner) {
-    DMLP_ASSIGN_OR_RETURN(std::string digest,
-                          backend_.PartialDigest(assignment.shard - plan_.first_shard()));
-    DMLP_RETURN_IF_ERROR(rendezvous_.Set(owner_key, digest));
-  } else if (plan_.process_id == assignment.auditor) {
-    DMLP_ASSIGN_OR_RETURN(std::string digest,
-                          backend_.AuditShardDigest(step, microbatch, assignment.shard));
-    DMLP_RETURN_IF_ERROR(rendezvous_.Set(auditor_key, digest));
+  if (devices_[assignment.owner].name != devices_[assignment.auditor].name)
+    return Status::Ok();  // warned about at the start
+  // The lag is at most AUDIT_EVERY: the last audit's verdict came above, and
+  // with it the end of its hash, which read the buffer this copy overwrites.
+  DMLP_RETURN_IF_ERROR(BeginHash(assignment, microbatch));
+  pending_ = assignment;
+  return Status::Ok();
+}
+
+Status ShardAudit::EndOfStep(int64_t step) {
+  const bool checkpoint = plan_.checkpoint_every > 0 && step % plan_.checkpoint_every == 0;
+  return checkpoint && pending_ ? Verdict() : Status::Ok();
+}
+
+Status ShardAudit::Finish() { return pending_ ? Verdict() : Status::Ok(); }
+
+Status ShardAudit::BeginHash(const AuditAssignment& assignment, int64_t microbatch) {
+  const bool owner = plan_.process_id == assignment.owner;
+  if (!owner && plan_.process_id != assignment.auditor) return Status::Ok();  // gives "" to the gather
+  DMLP_ASSIGN_OR_RETURN(PartialCopy copy,
+                        owner ? backend_.CopyPartial(assignment.shard - plan_.first_shard())
+                              : backend_.CopyAuditShard(assignment.step, microbatch, assignment.shard));
+  hash_ = std::async(std::launch::async, [copy = std::move(copy)]() -> Result<std::string> {
+    DMLP_RETURN_IF_ERROR(copy.ready());
+    return Sha256Hex(copy.bytes, copy.size);
+  });
+  return Status::Ok();
+}
+
+Status ShardAudit::Verdict() {
+  const AuditAssignment audit = *pending_;
+  pending_.reset();
+  std::string digest;  // "" from a rank that neither owns nor audits the shard
+  if (hash_.valid()) {
+    DMLP_ASSIGN_OR_RETURN(digest, hash_.get());
   }
-  // Every rank reads both digests, so every rank reaches the same verdict.
-  DMLP_ASSIGN_OR_RETURN(std::string owner_digest, rendezvous_.Get(owner_key));
-  DMLP_ASSIGN_OR_RETURN(std::string auditor_digest, rendezvous_.Get(auditor_key));
+  DMLP_ASSIGN_OR_RETURN(std::vector<std::string> digests,
+                        rendezvous_.AllGather("shard-audit/" + std::to_string(audit.update), digest));
+  const std::string& owner_digest = digests[static_cast<size_t>(audit.owner)];
+  const std::string& auditor_digest = digests[static_cast<size_t>(audit.auditor)];
   if (owner_digest == auditor_digest) return Status::Ok();
-  failed_update_ = assignment.update;
-  return ShardAuditFailure(step, assignment, owner_digest, auditor_digest, owner.label,
-                           auditor.label);
+  failed_update_ = audit.update;
+  return ShardAuditFailure(audit, owner_digest, auditor_digest, devices_[audit.owner].label,
+                           devices_[audit.auditor].label);
 }
 
 Status ShardAudit::AgreeToStop(Status verdict) {

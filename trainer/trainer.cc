@@ -63,6 +63,13 @@ void PrintProfile(const Plan& plan, const Backend& backend, const DigestPipeline
   std::fprintf(stderr, "PROFILE %s\n", profile.dump().c_str());
 }
 
+/// A shard audit's failure stops the step loop where the verdict came: the
+/// receipts of the steps before it are written whole first.
+Status StopForAudit(Status verdict, DigestPipeline& digests, ShardAudit& audit) {
+  if (verdict.code() == kShardAuditFailed) (void)digests.Drain();
+  return audit.AgreeToStop(std::move(verdict));
+}
+
 Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipeline& digests,
              const BitFlipForTests& flip, ShardAudit& audit) {
   ProgressReporter progress(stderr, first_step, plan.steps);
@@ -70,14 +77,13 @@ Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipel
   for (int64_t step = first_step; step <= plan.steps; ++step) {
     for (int64_t microbatch = 0; microbatch < plan.microbatches; ++microbatch) {
       DMLP_RETURN_IF_ERROR(backend.ComputePartials(step, microbatch));
-      if (Status verdict = audit.Check(step, microbatch); !verdict.ok()) {
-        // Stopped before this update's reduction: the receipts end at step - 1, whole.
-        if (verdict.code() == kShardAuditFailed) (void)digests.Drain();
-        return audit.AgreeToStop(std::move(verdict));
-      }
+      if (Status verdict = audit.Check(step, microbatch); !verdict.ok())
+        return StopForAudit(std::move(verdict), digests, audit);  // receipts to step - 1
       DMLP_RETURN_IF_ERROR(backend.ReduceAndApply());
       DMLP_RETURN_IF_ERROR(flip.AfterUpdate(backend, step, microbatch, plan.microbatches));
     }
+    if (Status verdict = audit.EndOfStep(step); !verdict.ok())
+      return StopForAudit(std::move(verdict), digests, audit);  // receipts to step - 1
     DMLP_ASSIGN_OR_RETURN(float loss, backend.LastLoss());
     if (!std::isfinite(loss)) {
       (void)digests.Drain();  // receipts of the steps before stay whole
@@ -88,6 +94,8 @@ Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipel
     if (report) progress.StepDone(step);
   }
   progress.Finish();
+  if (Status verdict = audit.Finish(); !verdict.ok())
+    return StopForAudit(std::move(verdict), digests, audit);  // every step's receipts
   return digests.Drain();
 }
 

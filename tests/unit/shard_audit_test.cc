@@ -64,6 +64,15 @@ TEST(ShardAuditTest, EveryKthUpdateRotatingOverEveryShard) {
             (std::vector<int64_t>{10, 4, 2, 0}));
 }
 
+TEST(ShardAuditTest, TheVerdictComesAtMost64UpdatesLaterAndBeforeTheNextAudit) {
+  EXPECT_EQ(AuditVerdictLag(AuditPlan(2, 4, 2, 1)), 1);
+  EXPECT_EQ(AuditVerdictLag(AuditPlan(2, 4, 2, 63)), 63);
+  EXPECT_EQ(AuditVerdictLag(AuditPlan(2, 4, 2, 64)), 64);
+  EXPECT_EQ(AuditVerdictLag(AuditPlan(2, 4, 2, 200)), 64);
+  // The audited update's step is in the assignment, for the failure's text.
+  EXPECT_EQ(AuditScheduleFor(AuditPlan(2, 4, 3, 1), 5, 1).step, 5);
+}
+
 TEST(ShardAuditTest, PairsOnDifferentDeviceModelsAreNamed) {
   EXPECT_EQ(UnauditedPairs({"NVIDIA L4", "NVIDIA L4", "NVIDIA L4"}), "");
   EXPECT_EQ(UnauditedPairs({"NVIDIA L4"}), "");  // one rank: nobody to pair with
@@ -75,8 +84,7 @@ TEST(ShardAuditTest, PairsOnDifferentDeviceModelsAreNamed) {
 TEST(ShardAuditTest, FailureTextIsExact) {
   const Plan plan = AuditPlan(2, 4, 2, 1);
   const AuditAssignment assignment = AuditScheduleFor(plan, 2, 0);  // update 3, shard 2
-  const Status failure = ShardAuditFailure(2, assignment, "aa", "bb", "host h cpu X",
-                                           "host g cpu X");
+  const Status failure = ShardAuditFailure(assignment, "aa", "bb", "host h cpu X", "host g cpu X");
   EXPECT_EQ(failure.code(), kShardAuditFailed);
   EXPECT_EQ(failure.ToString(),
             "SHARD_AUDIT_FAILED: step=2 update=3 shard=2 ranks=1,0 digests=aa,bb "

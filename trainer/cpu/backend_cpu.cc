@@ -11,7 +11,6 @@
 #include <fstream>
 
 #include "common/env.h"
-#include "common/sha256.h"
 #include "trainer/cpu/adam_cpu.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/collectives_gloo.h"
@@ -129,14 +128,18 @@ class CpuBackend final : public Backend {
     return SnapshotWaiter([] { return Status::Ok(); });
   }
 
-  Result<std::string> PartialDigest(int64_t local_shard) override {
-    return Sha256Hex(Partial(local_shard), reduction_.padded_length() * sizeof(float));
+  // The next update overwrites partials_, so the audit's copy is taken now;
+  // a recomputed shard is computed straight into the audit buffer.
+  Result<PartialCopy> CopyPartial(int64_t local_shard) override {
+    if (audit_partial_.empty()) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+    std::copy_n(Partial(local_shard), audit_partial_.size(), audit_partial_.data());
+    return AuditCopy();
   }
 
-  Result<std::string> AuditShardDigest(int64_t step, int64_t microbatch, int64_t shard) override {
+  Result<PartialCopy> CopyAuditShard(int64_t step, int64_t microbatch, int64_t shard) override {
     if (audit_partial_.empty()) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
     ComputeShard(step, microbatch, shard, audit_partial_.data());
-    return Sha256Hex(audit_partial_.data(), audit_partial_.size() * sizeof(float));
+    return AuditCopy();
   }
 
   Status FlipPartialBitForTests(int64_t local_shard) override {
@@ -159,11 +162,16 @@ class CpuBackend final : public Backend {
   float* mu() { return reinterpret_cast<float*>(image_.data() + layout_.mu_offset()); }
   float* nu() { return reinterpret_cast<float*>(image_.data() + layout_.nu_offset()); }
 
+  PartialCopy AuditCopy() const {
+    return {reinterpret_cast<const uint8_t*>(audit_partial_.data()), audit_partial_.size() * sizeof(float),
+            [] { return Status::Ok(); }};
+  }
+
   float* Partial(int64_t local_shard) {
     return partials_.data() + static_cast<size_t>(local_shard) * reduction_.padded_length();
   }
 
-  // One shard's partial: its owner and its auditor (AuditShardDigest) run this
+  // One shard's partial: its owner and its auditor (CopyAuditShard) run this
   // same code on the same shapes, so a healthy pair gives the same bits.
   void ComputeShard(int64_t step, int64_t microbatch, int64_t shard, float* partial) {
     const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
@@ -240,7 +248,7 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> labels_;
   std::vector<float> partials_;  // [local shard][padded]: gradient, loss sum, zeros
   std::vector<float> send_, receive_, reduced_;
-  std::vector<float> audit_partial_;  // [padded]: another rank's shard, recomputed for the audit
+  std::vector<float> audit_partial_;  // [padded]: a partial the shard audit hashes (its copy or a recomputed shard)
   float last_loss_ = 0;
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };

@@ -17,7 +17,6 @@
 #include <string>
 #include <utility>
 
-#include "common/sha256.h"
 #include "trainer/adam.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/adam_update.h"
@@ -121,6 +120,7 @@ class CudaBackend final : public Backend {
       void* audit_host = nullptr;
       CUDA_CHECK(cudaMallocHost(&audit_host, reduction_.padded_length() * sizeof(float)));
       audit_host_.reset(static_cast<uint8_t*>(audit_host));
+      DMLP_ASSIGN_OR_RETURN(audit_copied_, CudaEvent::Create());
     }
     void* loss_host = nullptr;
     CUDA_CHECK(cudaMallocHost(&loss_host, sizeof(float)));
@@ -200,27 +200,15 @@ class CudaBackend final : public Backend {
     return Guard([&] { return EnqueueReduceAndApply(); });
   }
 
-  Result<std::string> PartialDigest(int64_t local_shard) override {
+  Result<PartialCopy> CopyPartial(int64_t local_shard) override {
     DMLP_RETURN_IF_ERROR(broken_);
-    std::string digest;
-    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
-      DMLP_ASSIGN_OR_RETURN(digest, DigestOfDevicePartial(Partial(local_shard)));
-      return Status::Ok();
-    }));
-    return digest;
+    return CopyToAuditHost([&] { return Status::Ok(); }, Partial(local_shard));
   }
 
-  Result<std::string> AuditShardDigest(int64_t step, int64_t microbatch, int64_t shard) override {
+  Result<PartialCopy> CopyAuditShard(int64_t step, int64_t microbatch, int64_t shard) override {
     DMLP_RETURN_IF_ERROR(broken_);
-    std::string digest;
-    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
-      if (audit_partial_.get() == nullptr)
-        return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
-      DMLP_RETURN_IF_ERROR(EnqueueShard(step, microbatch, shard, audit_partial_.get()));
-      DMLP_ASSIGN_OR_RETURN(digest, DigestOfDevicePartial(audit_partial_.get()));
-      return Status::Ok();
-    }));
-    return digest;
+    return CopyToAuditHost([&] { return EnqueueShard(step, microbatch, shard, audit_partial_.get()); },
+                           audit_partial_.get());
   }
 
   Status FlipPartialBitForTests(int64_t local_shard) override {
@@ -342,7 +330,7 @@ class CudaBackend final : public Backend {
     return Status::Ok();
   }
 
-  // One shard's partial: its owner and its auditor (AuditShardDigest) run this
+  // One shard's partial: its owner and its auditor (CopyAuditShard) run this
   // same code on the same shapes (partials start 256-byte aligned in both
   // buffers), so a healthy pair of same-model GPUs gives the same bits.
   Status EnqueueShard(int64_t step, int64_t microbatch, int64_t shard, float* partial) {
@@ -359,15 +347,28 @@ class CudaBackend final : public Backend {
     return profile_.Mark(PhaseProfile::kCompute, stream);
   }
 
-  /// SHA-256 of a padded partial on the device: copied to pinned host memory
-  /// after everything queued so far, then hashed here.
-  Result<std::string> DigestOfDevicePartial(const float* partial) {
-    if (audit_host_ == nullptr) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+  /// Enqueues `produce` (what writes `partial`), then the copy of the padded
+  /// partial into the pinned audit buffer, on the compute stream, so the next
+  /// update cannot overwrite it first; the waiter (any thread) waits for the copy.
+  template <typename Produce>
+  Result<PartialCopy> CopyToAuditHost(Produce&& produce, const float* partial) {
     const size_t bytes = reduction_.padded_length() * sizeof(float);
-    CUDA_CHECK(cudaMemcpyAsync(audit_host_.get(), partial, bytes, cudaMemcpyDeviceToHost,
-                               stream_.get()));
-    DMLP_RETURN_IF_ERROR(WaitForStream());
-    return Sha256Hex(audit_host_.get(), bytes);
+    DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
+      if (audit_host_ == nullptr || audit_partial_.get() == nullptr)
+        return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+      DMLP_RETURN_IF_ERROR(produce());
+      CUDA_CHECK(cudaMemcpyAsync(audit_host_.get(), partial, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+      CUDA_CHECK(cudaEventRecord(audit_copied_.get(), stream_.get()));
+      return Status::Ok();
+    }));
+    // As BeginSnapshot's waiter: the device is per thread in CUDA.
+    const int device = device_.index;
+    cuda::PeerCheck peers = Peers();
+    cudaEvent_t copied = audit_copied_.get();
+    return PartialCopy{audit_host_.get(), bytes, [copied, device, peers]() -> Status {
+                         CUDA_CHECK(cudaSetDevice(device));
+                         return cuda::WaitForEvent(copied, peers);
+                       }};
   }
 
   /// Steps 2 and 3 of the update contract, after EnqueuePartials.
@@ -429,6 +430,7 @@ class CudaBackend final : public Backend {
   CudaStream stream_;       // every update: data, GEMMs, kernels, NCCL
   CudaStream copy_stream_;  // snapshot copies only
   CudaEvent loss_ready_, state_ready_, stream_idle_;
+  CudaEvent audit_copied_;  // the shard audit's last copy into audit_host_ (CopyToAuditHost)
   std::shared_ptr<CudaEvent> snapshot_copied_;  // the last snapshot copy's completion
   PhaseProfile profile_;
   cuda::CublasGemm gemm_;
@@ -439,9 +441,9 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> partials_;          // [local shard][partial_stride_]: gradient, loss, zeros
   DeviceBuffer<float> receive_, folded_;  // ordered exchange with several ranks
   DeviceBuffer<float> reduced_;           // padded: global gradient, loss sum, zeros
-  DeviceBuffer<float> audit_partial_;     // [partial_stride_]: another rank's shard, for the audit
+  DeviceBuffer<float> audit_partial_;     // [partial_stride_]: another rank's shard, recomputed for the audit
   SnapshotBuffer loss_host_{nullptr, &FreePinned};  // pinned float: the last update's loss sum
-  SnapshotBuffer audit_host_{nullptr, &FreePinned};  // pinned [padded]: a partial being hashed
+  SnapshotBuffer audit_host_{nullptr, &FreePinned};  // pinned [padded]: the partial the audit hashes
   std::unique_ptr<cuda::DeviceCollectives> comm_;  // null with one process
   int32_t count_ = 0;  // Adam count of the state the next update starts from
   int64_t updates_ = 0;

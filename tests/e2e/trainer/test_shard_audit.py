@@ -1,9 +1,10 @@
 """The shard audit (issue 16, trainer/shard_audit.h) end to end on the CPU: a
 bit flipped in one rank's shard partial (DMLP_TEST_CORRUPT_SHARD, the fault a
 bad GPU would cause) stops every rank with SHARD_AUDIT_FAILED and exit code 5
-when that update audits that shard; the same fault on an unaudited update
-goes through with every rank agreeing (what state digests alone cannot
-catch); and auditing never changes a byte."""
+when that update audits that shard, at the update its verdict is due
+(AuditVerdictLag updates later: min(AUDIT_EVERY, 32)) or after the last update;
+the same fault on an unaudited update goes through with every rank agreeing
+(what state digests alone cannot catch); and auditing never changes a byte."""
 
 import json
 import re
@@ -14,16 +15,26 @@ from pathlib import Path
 from harness import JobTestCase, TRAIN, free_port, job_env, launch, run, verify
 
 DIGEST = "[0-9a-f]{64}"
-# (ranks, plan overrides, rank with the fault, faulty update, expected verdict fields)
-# 2 ranks, 4 shards, 2 microbatches, AUDIT_EVERY=1: update 3 (step 2, microbatch 0)
-#   audits shard 2, rank 1's first local shard; rank 0 recomputes it.
+# (ranks, plan overrides, rank with the fault, faulty update, expected verdict fields,
+#  the step whose updates the verdict stopped: receipts end before it)
+# The harness's job: STEPS=4, MICROBATCHES=2 (8 updates), DATA_SHARDS=4.
+# 2 ranks, AUDIT_EVERY=1: update 3 (step 2, microbatch 0) audits shard 2, rank
+#   1's first local shard; rank 0 recomputes it. Verdict at update 4 (step 2).
 # 3 ranks, 6 shards, AUDIT_EVERY=2: update 10 (step 5, microbatch 1) audits
 #   shard (10/2 - 1) = 4, rank 2's first; the auditor wraps round to rank 0.
+#   Verdict at update 12 (step 6): step 5's receipts are written.
+# 2 ranks, AUDIT_EVERY=8: update 8, the last, audits shard 0 (rank 0's first);
+#   its verdict (due at update 16) comes after the loop: every step's receipts.
 CASES = (
-    (2, {"AUDIT_EVERY": 1}, 1, 3, {"step": 2, "update": 3, "shard": 2, "ranks": (1, 0)}),
+    (2, {"AUDIT_EVERY": 1}, 1, 3, {"step": 2, "update": 3, "shard": 2, "ranks": (1, 0)}, 2),
     (3, {"AUDIT_EVERY": 2, "DATA_SHARDS": 6, "BATCH": 18, "STEPS": 6}, 2, 10,
-     {"step": 5, "update": 10, "shard": 4, "ranks": (2, 0)}),
+     {"step": 5, "update": 10, "shard": 4, "ranks": (2, 0)}, 6),
+    (2, {"AUDIT_EVERY": 8}, 0, 8, {"step": 4, "update": 8, "shard": 0, "ranks": (0, 1)}, 5),
 )
+
+
+def checkpoint_steps(out):
+    return sorted(int(p.name.split("-")[1].split(".")[0]) for p in out.glob("checkpoint-*.safetensors"))
 
 
 def cpu_label():
@@ -56,9 +67,9 @@ class ShardAudit(JobTestCase):
         self.assertEqual(verify(out).returncode, 3)  # INCOMPLETE: consistent so far
 
     def test_fault_on_an_audited_shard_stops_every_rank_with_exit_5(self):
-        for processes, plan, faulty_rank, update, verdict in CASES:
-            with self.subTest(processes=processes):
-                out = self.scratch / f"ranks{processes}"
+        for processes, plan, faulty_rank, update, verdict, stopped in CASES:
+            with self.subTest(processes=processes, update=update):
+                out = self.scratch / f"ranks{processes}-{update}"
                 port = free_port()
                 ranks = []
                 for rank in range(processes):
@@ -78,19 +89,48 @@ class ShardAudit(JobTestCase):
                     self.assertNotEqual(match.group(1), match.group(2))
                     messages.append(errors[0])
                 self.assertEqual(len(set(messages)), 1, messages)  # every rank decided alike
-                self.assertStoppedBeforeStep(out, processes, verdict["step"])
+                self.assertStoppedBeforeStep(out, processes, stopped)
 
     def test_launcher_exits_5(self):
-        for processes, plan, _, update, verdict in CASES:
-            with self.subTest(processes=processes):
-                out = self.scratch / f"launched{processes}"
+        for processes, plan, _, update, verdict, stopped in CASES:
+            with self.subTest(processes=processes, update=update):
+                out = self.scratch / f"launched{processes}-{update}"
                 # Under the launcher every rank has the hook and flips a bit of
                 # its own first shard; the audited shard is still caught.
                 result = launch(out, processes, DMLP_TEST_CORRUPT_SHARD=update, **plan)
                 self.assertEqual(result.returncode, 5, result.stderr)
                 self.assertRegex(result.stderr, expected_message(verdict))
                 self.assertIn("dmlp-launch: exit code 5", result.stderr)
-                self.assertStoppedBeforeStep(out, processes, verdict["step"])
+                self.assertStoppedBeforeStep(out, processes, stopped)
+
+    def test_a_checkpoint_step_hears_the_verdict_first_and_a_resume_redoes_the_audit(self):
+        # AUDIT_EVERY=3: update 3 (step 2, microbatch 0) audits shard 0, rank
+        # 0's first; rank 0 has the fault there. Its verdict is due at update 6
+        # (step 3), but step 2 is a checkpoint step: the verdict comes at the
+        # end of step 2, before its snapshot, so checkpoint 2 (which would hold
+        # the wrong update) is never written.
+        plan = {"AUDIT_EVERY": 3}
+        late, early = self.scratch / "no-checkpoints", self.scratch / "checkpoints"
+        for out, extra, stopped in ((late, {}, 3), (early, {"CHECKPOINT_EVERY": 1}, 2)):
+            port = free_port()
+            ranks = [self.start([TRAIN], job_env(out, 2, PROCESS_ID=rank, COORDINATOR_PORT=port, **plan,
+                                                 **extra, **({"DMLP_TEST_CORRUPT_SHARD": 3} if rank == 0 else {})))
+                     for rank in range(2)]
+            for process in ranks:
+                process.wait(timeout=120)
+                stderr = process.stderr.read()
+                self.assertEqual(process.returncode, 5, stderr)
+                self.assertIn("SHARD_AUDIT_FAILED: step=2 update=3 shard=0 ranks=0,1", stderr)
+            self.assertStoppedBeforeStep(out, 2, stopped)
+        self.assertEqual(checkpoint_steps(early), [1])
+        # A resume from checkpoint 1 recomputes update 3 without the fault and
+        # audits it again: the job ends as a clean run does, byte for byte.
+        clean = self.scratch / "clean"
+        self.assertEqual(launch(clean, 2, CHECKPOINT_EVERY=1, **plan).returncode, 0)
+        resumed = launch(early, 2, RESUME=1, CHECKPOINT_EVERY=1, **plan)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertPass(early)
+        self.assertSameBytes(clean, early, ("metrics.jsonl", "state.safetensors", "rank-0.jsonl", "rank-1.jsonl"))
 
     def test_fault_on_an_unaudited_update_goes_through_with_ranks_agreeing(self):
         # AUDIT_EVERY=3 audits updates 3 and 6 only; the fault is at update 4.
