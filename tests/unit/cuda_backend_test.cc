@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "audit_test_util.h"
 #include "cuda_test_util.h"
 #include "rendezvous_test_util.h"
 #include "trainer/backend.h"
@@ -224,6 +225,17 @@ TEST_F(CudaBackendTest, GlooRanksSharingOneGpuAgreeWithAllreduce) {
   const auto images = TrainRanksSharingTheGpu(2, Reduction::kAllreduce);
   ASSERT_FALSE(images[0].empty());
   EXPECT_TRUE(images[0] == images[1]);
+}
+
+// The shard audit (Backend::CopyPartial, CopyAuditShard) on one GPU shared by
+// two ranks: the shard rank 0 recomputes is rank 1's partial bit for bit
+// (same kernels, same shapes, both partials 256-byte aligned), copied to the
+// host off the step loop; auditing leaves the update as it was.
+TEST_F(CudaBackendTest, TheAuditorsRecomputedShardIsTheOwnersPartialBitForBit) {
+  DMLP_REQUIRE_GPU();
+  Plan plan = SmallPlan(4, Reduction::kOrdered);
+  plan.collectives = CollectivesKind::kGloo;
+  testing::ExpectTheAuditAgrees(testing::AuditPartialsOfTwoRanks(plan), plan);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ add_executable(trainer_test
   ${CMAKE_CURRENT_LIST_DIR}/receipt_file_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/divergence_check_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/shard_audit_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/shard_audit_backend_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/rank_devices_test.cc
 )
 target_link_libraries(trainer_test PRIVATE dmlp_trainer_core GTest::gtest_main)
