@@ -271,6 +271,35 @@ TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
 
 // The whole job (both ranks, monitors and coordinator) stopped for 3 x the
 // heartbeat and continued: nobody is lost.
+// A rank frozen the moment StartPeerMonitor returned is still watched: the
+// monitor's WATCH was sent by its thread, so a rank stopped before that thread
+// ran was never watched and its peers waited for their own bounds instead
+// (seen once under ASan on the loaded 2-core machine). StartPeerMonitor now
+// returns only once the coordinator answered a PING after the WATCH.
+TEST(PeerMonitorTest, RankFrozenAsSoonAsItsMonitorStartedIsLost) {
+  const int port = FreePort();
+  const pid_t parent = getpid();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(12);
+    auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 2));
+    if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) _exit(10);
+    raise(SIGSTOP);  // every thread of this rank, its monitor's too, stops here
+    pause();
+    _exit(0);
+  }
+  ChildRank rank1(child);
+  auto joined = Rendezvous::Join(JobOptions(port, 0, 2, "job-A", "BATCH=16\nSEED=1", 2));
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  ASSERT_TRUE((*joined)->StartPeerMonitor().ok());
+  for (int i = 0; i < 300 && !(*joined)->peer_loss()->lost(); ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE((*joined)->peer_loss()->lost());
+  EXPECT_EQ((*joined)->peer_loss()->failure().ToString(),
+            "PEER_LOST: rank 1: silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+  ASSERT_TRUE(rank1.KillAndReap());
+}
+
 TEST(PeerMonitorTest, WholeJobStoppedLongerThanTheHeartbeatGoesOn) {
   const int port = FreePort();
   pid_t job = fork();

@@ -37,8 +37,20 @@ void PeerLoss::RemoveHook(int id) {
 PeerMonitor::PeerMonitor(int fd, int rank, std::string job_id, std::chrono::milliseconds heartbeat,
                          std::shared_ptr<PeerLoss> loss, WaitClock& clock)
     : fd_(fd), rank_(rank), job_id_(std::move(job_id)), heartbeat_(heartbeat), loss_(std::move(loss)),
-      clock_(clock) {
-  thread_ = std::thread([this] { Run(); });
+      clock_(clock) {}
+
+Result<std::unique_ptr<PeerMonitor>> PeerMonitor::Start(int fd, int rank, std::string job_id,
+                                                        std::chrono::milliseconds heartbeat,
+                                                        std::shared_ptr<PeerLoss> loss, WaitClock& clock) {
+  std::unique_ptr<PeerMonitor> monitor(
+      new PeerMonitor(fd, rank, std::move(job_id), heartbeat, std::move(loss), clock));
+  PeerWait send_wait(heartbeat, clock);
+  const Message watch{MessageType::kWatch, static_cast<uint32_t>(rank), 0, {}, {}, monitor->job_id_};
+  Status status = SendAll(fd, EncodeMessage(watch), send_wait);
+  if (status.ok()) status = monitor->PingOnce();
+  if (!status.ok()) return status;  // the destructor closes fd
+  monitor->thread_ = std::thread([raw = monitor.get()] { raw->Run(); });
+  return monitor;
 }
 
 PeerMonitor::~PeerMonitor() { Stop(); }
@@ -61,9 +73,7 @@ std::chrono::milliseconds PeerMonitor::PingInterval(std::chrono::milliseconds he
 }
 
 void PeerMonitor::Run() {
-  PeerWait send_wait(heartbeat_, clock_);
-  Message watch{MessageType::kWatch, static_cast<uint32_t>(rank_), 0, {}, {}, job_id_};
-  Status status = SendAll(fd_, EncodeMessage(watch), send_wait);
+  Status status;
   while (status.ok() && Pause()) status = PingOnce();
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_ || status.ok()) return;  // the job ended; its connections close on purpose

@@ -63,9 +63,14 @@ class PeerMonitor {
   static constexpr std::chrono::milliseconds kMaxPingInterval{500};
 
   /// Takes `fd`, a connected non-blocking socket to the coordinator; sends
-  /// WATCH(rank, job_id) and starts pinging. Losses are declared on `loss`.
-  PeerMonitor(int fd, int rank, std::string job_id, std::chrono::milliseconds heartbeat,
-              std::shared_ptr<PeerLoss> loss, WaitClock& clock);
+  /// WATCH(rank, job_id) and one PING, and returns once its PONG came (the
+  /// coordinator handles a connection's frames in order, so from then on it
+  /// watches this rank: a rank frozen right after this call is still lost for
+  /// its peers), pinging on from a thread. Losses are declared on `loss`. On
+  /// failure `fd` is closed.
+  static Result<std::unique_ptr<PeerMonitor>> Start(int fd, int rank, std::string job_id,
+                                                    std::chrono::milliseconds heartbeat,
+                                                    std::shared_ptr<PeerLoss> loss, WaitClock& clock);
   /// Stop()s.
   ~PeerMonitor();
   PeerMonitor(const PeerMonitor&) = delete;
@@ -78,6 +83,8 @@ class PeerMonitor {
   static std::chrono::milliseconds PingInterval(std::chrono::milliseconds heartbeat);
 
  private:
+  PeerMonitor(int fd, int rank, std::string job_id, std::chrono::milliseconds heartbeat,
+              std::shared_ptr<PeerLoss> loss, WaitClock& clock);
   void Run();
   /// One PING and its PONG; the loss when the answer says so or never comes.
   Status PingOnce();

@@ -275,9 +275,10 @@ Status Rendezvous::StartPeerMonitor() {
     return Status::Error("PEER_LOST", "rank 0: no coordinator at " + Where() + " for the liveness connection of rank " +
                                           std::to_string(rank()) + " (last error: " + last_error + ")");
   }
+  DMLP_ASSIGN_OR_RETURN(monitor_, PeerMonitor::Start(fd, rank(), options_.job_id, heartbeat_timeout(),
+                                                     peer_loss_, clock()));
   // A lost peer ends every wait on the rendezvous too (rank 0: the others see PEER_LOST).
   peer_loss_->AddHook([this] { Abandon(); });
-  monitor_ = std::make_unique<PeerMonitor>(fd, rank(), options_.job_id, heartbeat_timeout(), peer_loss_, clock());
   return Status::Ok();
 }
 
