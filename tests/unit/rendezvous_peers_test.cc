@@ -238,20 +238,38 @@ class ChildRank {
   pid_t pid_;
 };
 
+// Rank 1 of a 2-rank job (heartbeat 2 s) in a child process that dies with
+// the test: it joins and starts its liveness monitor, then either stops
+// itself at once (`stop_itself`) or says so through the key "monitoring" and
+// waits to be stopped by the parent.
+pid_t ForkWatchedRank1(int port, bool stop_itself) {
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child != 0) return child;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(12);
+  auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 2));
+  if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) _exit(10);
+  if (stop_itself) {
+    raise(SIGSTOP);  // every thread of this rank, its monitor's too, stops here
+  } else if (!(*joined)->Set("monitoring", "").ok()) {
+    _exit(11);
+  }
+  pause();  // stopped, then killed
+  _exit(0);
+}
+
+/// Rank 0 of that job declares rank 1 lost within 30 s, by the liveness rule.
+void ExpectRank1Lost(Rendezvous& rank0) {
+  for (int i = 0; i < 300 && !rank0.peer_loss()->lost(); ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(rank0.peer_loss()->lost());
+  EXPECT_EQ(rank0.peer_loss()->failure().ToString(),
+            "PEER_LOST: rank 1: silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+}
+
 TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
   const int port = FreePort();
-  const pid_t parent = getpid();
-  pid_t child = fork();
+  const pid_t child = ForkWatchedRank1(port, false);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Dies with the test process, even if that is killed.
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(12);
-    auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 2));
-    if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) _exit(10);
-    if (!(*joined)->Set("monitoring", "").ok()) _exit(11);
-    pause();  // stopped here by the parent, then killed
-    _exit(0);
-  }
   ChildRank rank1(child);
   auto joined = Rendezvous::Join(JobOptions(port, 0, 2, "job-A", "BATCH=16\nSEED=1", 2));
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
@@ -261,16 +279,11 @@ TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
   // Rank 1 is stopped: the barrier ends by the liveness rule (or by its own
   // bound, which is the same heartbeat); the loss is declared either way.
   Status waited = (*joined)->Barrier("never");
-  for (int i = 0; i < 300 && !(*joined)->peer_loss()->lost(); ++i) std::this_thread::sleep_for(100ms);
-  ASSERT_TRUE((*joined)->peer_loss()->lost());
-  EXPECT_EQ((*joined)->peer_loss()->failure().ToString(),
-            "PEER_LOST: rank 1: silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+  ExpectRank1Lost(**joined);
   EXPECT_FALSE(waited.ok());
   ASSERT_TRUE(rank1.KillAndReap());
 }
 
-// The whole job (both ranks, monitors and coordinator) stopped for 3 x the
-// heartbeat and continued: nobody is lost.
 // A rank frozen the moment StartPeerMonitor returned is still watched: the
 // monitor's WATCH was sent by its thread, so a rank stopped before that thread
 // ran was never watched and its peers waited for their own bounds instead
@@ -278,28 +291,18 @@ TEST(PeerMonitorTest, StoppedRankIsLostForItsRunningPeer) {
 // returns only once the coordinator answered a PING after the WATCH.
 TEST(PeerMonitorTest, RankFrozenAsSoonAsItsMonitorStartedIsLost) {
   const int port = FreePort();
-  const pid_t parent = getpid();
-  pid_t child = fork();
+  const pid_t child = ForkWatchedRank1(port, true);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(12);
-    auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 2));
-    if (!joined.ok() || !(*joined)->StartPeerMonitor().ok()) _exit(10);
-    raise(SIGSTOP);  // every thread of this rank, its monitor's too, stops here
-    pause();
-    _exit(0);
-  }
   ChildRank rank1(child);
   auto joined = Rendezvous::Join(JobOptions(port, 0, 2, "job-A", "BATCH=16\nSEED=1", 2));
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
   ASSERT_TRUE((*joined)->StartPeerMonitor().ok());
-  for (int i = 0; i < 300 && !(*joined)->peer_loss()->lost(); ++i) std::this_thread::sleep_for(100ms);
-  ASSERT_TRUE((*joined)->peer_loss()->lost());
-  EXPECT_EQ((*joined)->peer_loss()->failure().ToString(),
-            "PEER_LOST: rank 1: silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+  ExpectRank1Lost(**joined);
   ASSERT_TRUE(rank1.KillAndReap());
 }
 
+// The whole job (both ranks, monitors and coordinator) stopped for 3 x the
+// heartbeat and continued: nobody is lost.
 TEST(PeerMonitorTest, WholeJobStoppedLongerThanTheHeartbeatGoesOn) {
   const int port = FreePort();
   pid_t job = fork();

@@ -111,6 +111,8 @@ class RendezvousServer {
   void HandleInbox(Connection& conn);
   void Handle(Connection& conn, Message message);
   void HandleHello(Connection& conn, const Message& hello);
+  /// A rank of a completed join that has not left: what WATCH and LANE may name.
+  bool IsJoinedRank(uint32_t rank) const;
   void HandleWatch(Connection& conn, const Message& watch);
   void HandleLane(Connection& conn, const Message& lane);
   void HandleGather(Connection& conn, Message gather);

@@ -24,25 +24,27 @@ void RendezvousServer::TurnAway(Connection& conn, uint32_t rank) {
   conn.close_after_flush = true;
 }
 
+bool RendezvousServer::IsJoinedRank(uint32_t rank) const {
+  return join_done_ && rank < static_cast<uint32_t>(world_size_) && rank_state_[rank] == RankState::kJoined;
+}
+
 void RendezvousServer::HandleWatch(Connection& conn, const Message& watch) {
   if (conn.rank >= 0 || conn.watch_rank >= 0) return Reject(conn, "WATCH on an identified connection");
   if (watch.job_id != job_id_) return TurnAway(conn, watch.rank);
-  const int rank = static_cast<int>(watch.rank);
-  if (!join_done_ || rank < 0 || rank >= world_size_ || rank_state_[rank] != RankState::kJoined) {
+  if (!IsJoinedRank(watch.rank)) {
     return Reject(conn, "WATCH from rank " + std::to_string(watch.rank) + ", which is not a joined rank");
   }
-  conn.watch_rank = rank;
-  silence_.Heard(rank);
+  conn.watch_rank = static_cast<int>(watch.rank);
+  silence_.Heard(conn.watch_rank);
 }
 
 void RendezvousServer::HandleLane(Connection& conn, const Message& lane) {
   if (conn.rank >= 0 || conn.watch_rank >= 0) return Reject(conn, "LANE on an identified connection");
   if (lane.job_id != job_id_) return TurnAway(conn, lane.rank);
-  const int rank = static_cast<int>(lane.rank);
-  if (!join_done_ || rank < 0 || rank >= world_size_ || rank_state_[rank] != RankState::kJoined) {
+  if (!IsJoinedRank(lane.rank)) {
     return Reject(conn, "LANE from rank " + std::to_string(lane.rank) + ", which is not a joined rank");
   }
-  conn.rank = rank;
+  conn.rank = static_cast<int>(lane.rank);
   conn.lane = true;
   Reply(conn, Message{MessageType::kOk});
 }
