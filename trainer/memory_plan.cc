@@ -63,7 +63,7 @@ Shapes ShapesOf(const Plan& plan) {
   s.activations = Mul(s.shard, Add(Mul(U(m.layers), U(m.width)), U(m.classes)));
   s.widest = m.layers > 0 ? std::max(U(m.width), U(m.classes)) : U(m.classes);
   s.exchange = plan.num_processes > 1 && plan.reduction == Reduction::kOrdered;
-  s.audit = plan.audit_every > 0 && plan.num_processes > 1;
+  s.audit = plan.audits();
   return s;
 }
 

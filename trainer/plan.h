@@ -77,6 +77,8 @@ struct Plan {
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }
   int64_t first_shard() const { return process_id * shards_per_rank(); }
+  /// Whether the shard audit runs: AUDIT_EVERY > 0 and a second rank to recompute a shard.
+  bool audits() const { return audit_every > 0 && num_processes > 1; }
 };
 
 /// Reads and cross-checks a plan (ENV_MISSING / ENV_EMPTY / ENV_INVALID ...).

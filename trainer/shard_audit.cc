@@ -1,34 +1,18 @@
 #include "trainer/shard_audit.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <utility>
 #include <vector>
 
-#include "common/env.h"
 #include "common/sha256.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
-namespace {
-
-bool Audits(const Plan& plan) { return plan.audit_every > 0 && plan.num_processes > 1; }
-
-/// DMLP_TEST_CORRUPT_SHARD (tests/e2e/trainer/test_shard_audit.py): the global
-/// update at which this rank flips one bit of its first local shard's partial
-/// before the reduction, the fault a bad GPU would cause. 0 when unset.
-Result<int64_t> CorruptUpdateForTests() {
-  if (std::getenv("DMLP_TEST_CORRUPT_SHARD") == nullptr) return int64_t{0};
-  return RequireInteger(Environment::FromProcess(), "DMLP_TEST_CORRUPT_SHARD", 1, INT64_MAX);
-}
-
-}  // namespace
-
 AuditAssignment AuditScheduleFor(const Plan& plan, int64_t step, int64_t microbatch) {
   AuditAssignment assignment;
   assignment.step = step;
   assignment.update = (step - 1) * plan.microbatches + microbatch + 1;
-  if (!Audits(plan) || assignment.update % plan.audit_every != 0) return assignment;
+  if (!plan.audits() || assignment.update % plan.audit_every != 0) return assignment;
   assignment.audited = true;
   assignment.shard = (assignment.update / plan.audit_every - 1) % plan.data_shards;
   assignment.owner = assignment.shard / plan.shards_per_rank();
@@ -66,13 +50,10 @@ std::string UnauditedPairs(const std::vector<std::string>& device_names) {
   return pairs;
 }
 
-Result<std::unique_ptr<ShardAudit>> ShardAudit::Start(const Plan& plan, Backend& backend,
-                                                     Rendezvous& rendezvous,
-                                                     const std::vector<RankDevice>& devices) {
-  DMLP_ASSIGN_OR_RETURN(int64_t corrupt_update, CorruptUpdateForTests());
-  std::unique_ptr<ShardAudit> audit(
-      new ShardAudit(plan, backend, rendezvous, devices, corrupt_update));
-  if (!Audits(plan) || plan.process_id != 0) return audit;
+std::unique_ptr<ShardAudit> ShardAudit::Start(const Plan& plan, Backend& backend, Rendezvous& rendezvous,
+                                              const std::vector<RankDevice>& devices) {
+  std::unique_ptr<ShardAudit> audit(new ShardAudit(plan, backend, rendezvous, devices));
+  if (!plan.audits() || plan.process_id != 0) return audit;
   std::vector<std::string> names;
   for (const RankDevice& device : devices) names.push_back(device.name);
   const std::string pairs = UnauditedPairs(names);
@@ -89,8 +70,6 @@ Status ShardAudit::Check(int64_t step, int64_t microbatch) {
   const AuditAssignment assignment = AuditScheduleFor(plan_, step, microbatch);
   if (pending_ && assignment.update >= pending_->update + AuditVerdictLag(plan_))
     DMLP_RETURN_IF_ERROR(Verdict());
-  if (assignment.update == corrupt_update_)
-    DMLP_RETURN_IF_ERROR(backend_.FlipPartialBitForTests(0));
   if (!assignment.audited) return Status::Ok();
   if (devices_[assignment.owner].name != devices_[assignment.auditor].name)
     return Status::Ok();  // warned about at the start

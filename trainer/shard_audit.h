@@ -78,18 +78,16 @@ class ShardAudit {
   /// `devices`: every rank's (GatherRankDevices). When the plan audits,
   /// rank 0 prints one warning naming the rank pairs whose devices have
   /// different names: their partials need not be bit-identical, so they are
-  /// not audited. Reads the test hook DMLP_TEST_CORRUPT_SHARD=<update> (an
-  /// integer >= 1; ENV_INVALID otherwise).
-  static Result<std::unique_ptr<ShardAudit>> Start(const Plan& plan, Backend& backend,
-                                                  Rendezvous& rendezvous,
-                                                  const std::vector<RankDevice>& devices);
+  /// not audited.
+  static std::unique_ptr<ShardAudit> Start(const Plan& plan, Backend& backend, Rendezvous& rendezvous,
+                                           const std::vector<RankDevice>& devices);
   /// Waits for a hash still running (it reads the backend's audit buffer).
   ~ShardAudit() = default;
 
   /// Between backend.ComputePartials(step, microbatch) and ReduceAndApply():
   /// the verdict of the pending audit when it is due (collective: every rank
-  /// returns the same, OK or SHARD_AUDIT_FAILED), then the test fault, then,
-  /// on an audited update, this rank's copy for the hashing thread.
+  /// returns the same, OK or SHARD_AUDIT_FAILED), then, on an audited update,
+  /// this rank's copy for the hashing thread.
   Status Check(int64_t step, int64_t microbatch);
   /// After step `step`'s last update, before its snapshot (collective): on a
   /// checkpoint step (CHECKPOINT_EVERY), the pending audit's verdict comes now,
@@ -106,10 +104,8 @@ class ShardAudit {
   Status AgreeToStop(Status verdict);
 
  private:
-  ShardAudit(const Plan& plan, Backend& backend, Rendezvous& rendezvous,
-             std::vector<RankDevice> devices, int64_t corrupt_update)
-      : plan_(plan), backend_(backend), rendezvous_(rendezvous), devices_(std::move(devices)),
-        corrupt_update_(corrupt_update) {}
+  ShardAudit(const Plan& plan, Backend& backend, Rendezvous& rendezvous, std::vector<RankDevice> devices)
+      : plan_(plan), backend_(backend), rendezvous_(rendezvous), devices_(std::move(devices)) {}
 
   /// The pending audit's verdict (collective); clears it.
   Status Verdict();
@@ -121,7 +117,6 @@ class ShardAudit {
   Backend& backend_;
   Rendezvous& rendezvous_;
   const std::vector<RankDevice> devices_;  // by rank; empty when the plan does not audit
-  const int64_t corrupt_update_;  // DMLP_TEST_CORRUPT_SHARD; 0 when unset
   std::optional<AuditAssignment> pending_;  // audited, verdict not yet given
   std::future<Result<std::string>> hash_;   // this rank's digest of pending_ (owner, auditor)
   int64_t failed_update_ = 0;  // the update whose verdict was SHARD_AUDIT_FAILED

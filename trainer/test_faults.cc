@@ -36,10 +36,31 @@ Result<BitFlipForTests> BitFlipForTests::FromEnvironment(const Environment& env,
   return flip;
 }
 
+namespace {
+
+bool IsUpdate(int64_t update, int64_t step, int64_t microbatch, int64_t microbatches) {
+  return update != 0 && (step - 1) * microbatches + microbatch + 1 == update;
+}
+
+}  // namespace
+
 Status BitFlipForTests::AfterUpdate(Backend& backend, int64_t step, int64_t microbatch,
                                     int64_t microbatches) const {
-  if (update == 0 || (step - 1) * microbatches + microbatch + 1 != update) return Status::Ok();
+  if (!IsUpdate(update, step, microbatch, microbatches)) return Status::Ok();
   return backend.FlipBitForTests(byte, bit);
+}
+
+Result<PartialFaultForTests> PartialFaultForTests::FromEnvironment(const Environment& env) {
+  PartialFaultForTests fault;
+  if (!env.Get("DMLP_TEST_CORRUPT_SHARD")) return fault;
+  DMLP_ASSIGN_OR_RETURN(fault.update, RequireInteger(env, "DMLP_TEST_CORRUPT_SHARD", 1, INT64_MAX));
+  return fault;
+}
+
+Status PartialFaultForTests::BeforeReduction(Backend& backend, int64_t step, int64_t microbatch,
+                                             int64_t microbatches) const {
+  if (!IsUpdate(update, step, microbatch, microbatches)) return Status::Ok();
+  return backend.FlipPartialBitForTests(0);
 }
 
 }  // namespace dmlp

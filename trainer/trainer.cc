@@ -70,17 +70,24 @@ Status StopForAudit(Status verdict, DigestPipeline& digests, ShardAudit& audit) 
   return audit.AgreeToStop(std::move(verdict));
 }
 
+/// The test hooks of the step loop (trainer/test_faults.h).
+struct TestFaults {
+  BitFlipForTests flip;             // DMLP_TEST_FLIP_BIT: the state, after an update
+  PartialFaultForTests corruption;  // DMLP_TEST_CORRUPT_SHARD: a partial, before the reduction
+};
+
 Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipeline& digests,
-             const BitFlipForTests& flip, ShardAudit& audit) {
+             const TestFaults& faults, ShardAudit& audit) {
   ProgressReporter progress(stderr, first_step, plan.steps);
   const bool report = plan.process_id == 0;
   for (int64_t step = first_step; step <= plan.steps; ++step) {
     for (int64_t microbatch = 0; microbatch < plan.microbatches; ++microbatch) {
       DMLP_RETURN_IF_ERROR(backend.ComputePartials(step, microbatch));
+      DMLP_RETURN_IF_ERROR(faults.corruption.BeforeReduction(backend, step, microbatch, plan.microbatches));
       if (Status verdict = audit.Check(step, microbatch); !verdict.ok())
         return StopForAudit(std::move(verdict), digests, audit);  // receipts to step - 1
       DMLP_RETURN_IF_ERROR(backend.ReduceAndApply());
-      DMLP_RETURN_IF_ERROR(flip.AfterUpdate(backend, step, microbatch, plan.microbatches));
+      DMLP_RETURN_IF_ERROR(faults.flip.AfterUpdate(backend, step, microbatch, plan.microbatches));
     }
     if (Status verdict = audit.EndOfStep(step); !verdict.ok())
       return StopForAudit(std::move(verdict), digests, audit);  // receipts to step - 1
@@ -206,8 +213,10 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   // rendezvous too: each gets its own connection, so neither holds up the other.
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> sink_lane, rendezvous.OpenLane());
   DivergenceCheck check = DivergenceCheck::Start(plan, devices, *sink_lane);
-  DMLP_ASSIGN_OR_RETURN(BitFlipForTests flip,
+  TestFaults faults;
+  DMLP_ASSIGN_OR_RETURN(faults.flip,
                         BitFlipForTests::FromEnvironment(Environment::FromProcess(), layout.image_bytes()));
+  DMLP_ASSIGN_OR_RETURN(faults.corruption, PartialFaultForTests::FromEnvironment(Environment::FromProcess()));
 
   DigestPipeline digests(*backend, layout.image_bytes(),
                          [&](int64_t step, const std::string& loss, const std::string& hash,
@@ -216,12 +225,11 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                                              hash, image, kill_step);
                          },
                          DigestThreadsFor(plan));
-  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<ShardAudit> audit,
-                        ShardAudit::Start(plan, *backend, rendezvous, devices));
+  std::unique_ptr<ShardAudit> audit = ShardAudit::Start(plan, *backend, rendezvous, devices);
   DMLP_RETURN_IF_ERROR(digests.Start());
   const auto loop_start = std::chrono::steady_clock::now();
   DMLP_RETURN_IF_ERROR(
-      PreferDivergence(Train(plan, start.done_steps + 1, *backend, digests, flip, *audit), digests));
+      PreferDivergence(Train(plan, start.done_steps + 1, *backend, digests, faults, *audit), digests));
   const auto loop_end = std::chrono::steady_clock::now();
   PrintProfile(plan, *backend, digests, std::chrono::duration<double>(loop_end - loop_start).count(),
                std::chrono::duration<double>(loop_start - started).count());

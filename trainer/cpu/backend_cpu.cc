@@ -65,7 +65,7 @@ class CpuBackend final : public Backend {
       receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
     }
     // Any rank may be asked to audit a shard (shard_audit.h), with one process none is.
-    if (plan.audit_every > 0 && plan.num_processes > 1) audit_partial_.resize(reduction_.padded_length());
+    if (plan.audits()) audit_partial_.resize(reduction_.padded_length());
   }
 
   nlohmann::json Fingerprint() const override {

@@ -113,7 +113,7 @@ class CudaBackend final : public Backend {
                                                                   reduction_.slice_length()));
       DMLP_ASSIGN_OR_RETURN(folded_, DeviceBuffer<float>::Create(reduction_.slice_length()));
     }
-    if (plan_.audit_every > 0 && plan_.num_processes > 1) {
+    if (plan_.audits()) {
       // Any rank may be asked to audit a shard (shard_audit.h); zeroed once like
       // partials_, so the padding after the loss stays 0.
       DMLP_ASSIGN_OR_RETURN(audit_partial_, DeviceBuffer<float>::Create(partial_stride_, true));
