@@ -95,7 +95,7 @@ fetch() {
 
 # The unpacked tree holds usr/sbin/criu, sid's loader and libraries (usr-merged).
 loader() { echo "$root/usr/lib/$multiarch/ld-linux-x86-64.so.2"; }
-library_path() { echo "$root/usr/lib/$multiarch:$root/lib/$multiarch"; }
+library_path() { echo "$root/usr/lib/$multiarch"; }
 ready() { [[ -x "$root/usr/sbin/criu" && -e "$(loader)" ]]; }
 
 ensure() {
@@ -116,10 +116,11 @@ bundle() {  # bundle DIR: criu runnable from DIR alone (the GPU kit carries it)
   local dir=$1
   mkdir -p "$dir/criu-root/bin" "$dir/criu-root/lib"
   cp -L "$root/usr/sbin/criu" "$dir/criu-root/bin/criu"
-  # Every shared object criu loads comes from sid: copy them all (links resolved).
+  # Every shared object criu loads comes from sid: copy them all, their version
+  # links kept as links (all relative, within the folder).
   local library
-  for library in "$root/usr/lib/$multiarch"/*.so* "$root/lib/$multiarch"/*.so*; do
-    [[ -e "$library" ]] && cp -L "$library" "$dir/criu-root/lib/"
+  for library in "$root/usr/lib/$multiarch"/*.so*; do
+    cp -a "$library" "$dir/criu-root/lib/"
   done
   cat >"$dir/criu" <<'EOF'
 #!/bin/sh
