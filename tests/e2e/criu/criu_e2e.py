@@ -56,6 +56,9 @@ def skip_without_criu():
     check = subprocess.run([str(CRIU), "check"], capture_output=True, text=True, timeout=600,
                            stdin=subprocess.DEVNULL)
     if "criu.sh: error:" in check.stderr:
+        if os.geteuid() != 0:  # CRIU needs root (and the helper's cache is root's)
+            print(f"SKIP: not root; CRIU needs root. The helper says:\n{check.stderr}")
+            sys.exit(77)
         sys.exit(f"criu_e2e: the CRIU helper failed:\n{check.stderr}")
     if check.returncode != 0:
         print(f"SKIP: criu check failed (exit {check.returncode}); CRIU says:\n"
