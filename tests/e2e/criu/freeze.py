@@ -10,11 +10,14 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[3]
 CRIU = SOURCE / "tools" / "criu.sh"
+sys.path.insert(0, str(SOURCE / "tests" / "e2e" / "trainer"))
+from harness import alive, children_of  # noqa: E402,F401  (alive: for the importers)
 
 
 def criu_flags(which):
@@ -40,23 +43,6 @@ def spawn(args, env, log):
                (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
                (os.POSIX_SPAWN_DUP2, 1, 2)]
     return os.posix_spawn(str(args[0]), [str(a) for a in args], env, file_actions=actions)
-
-
-def alive(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def children_of(pid):
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return found
 
 
 def tree_pids(root):
