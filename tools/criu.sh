@@ -4,7 +4,8 @@
 #   tools/criu.sh ARGS...            run criu with ARGS; exit status = criu's
 #   tools/criu.sh --version          print criu's version (criu --version)
 #   tools/criu.sh --bundle DIR       copy criu, its loader and libraries into DIR,
-#                                    with an executable DIR/criu that runs them
+#                                    with an executable DIR/criu that runs them and
+#                                    DIR/dmlp-dump-flags, DIR/dmlp-restore-flags (one line each)
 #   tools/criu.sh --dmlp-dump-flags  print the flags dmlp's jobs are dumped with
 #   tools/criu.sh --dmlp-restore-flags  ... and restored with
 #   tools/criu.sh --path             print the cache directory (fetching first)
@@ -21,8 +22,9 @@
 # Debian's archive keyring (every Debian has it).
 set -euo pipefail
 
-# The flags dmlp's jobs need, in this one place (tests/e2e/criu/ and the GPU
-# kit read them with --dmlp-dump-flags / --dmlp-restore-flags). Why each one:
+# The flags dmlp's jobs need, in this one place (tests/e2e/criu/ and
+# bench/freeze_reference.py read them with --dmlp-dump-flags / --dmlp-restore-flags,
+# the GPU kit from the files --bundle writes). Why each one:
 #   --tcp-established   the ranks' Gloo and coordinator connections are open TCP
 #                       connections; without it criu refuses to dump them
 #   --file-locks        rank 0 holds flock(OUT_DIR/dmlp.lock); without it criu
@@ -33,12 +35,10 @@ set -euo pipefail
 #                       the dump is what HEARTBEAT_TIMEOUT_SECONDS forgives
 #   --shell-job         the launcher shares its session with the shell or test
 #                       that started it; criu must not demand a session of its own
-#   --ext-unix-sk       a launcher started from a shell or a test may hold
-#                       stdout/stderr on a UNIX socket to a process outside the dump
-dmlp_dump_flags=(--tcp-established --file-locks --network-lock skip --shell-job --ext-unix-sk)
+dmlp_dump_flags=(--tcp-established --file-locks --network-lock skip --shell-job)
 #   --restore-detached  criu returns once the job runs again, the job is not its child
 dmlp_restore_flags=(--tcp-established --file-locks --network-lock skip --shell-job
-                    --ext-unix-sk --restore-detached)
+                    --restore-detached)
 
 suite=sid
 mirror=http://deb.debian.org/debian
@@ -130,6 +130,9 @@ exec "$here/criu-root/lib/ld-linux-x86-64.so.2" --library-path "$here/criu-root/
   "$here/criu-root/bin/criu" "$@"
 EOF
   chmod +x "$dir/criu"
+  # The flags travel with the bundle: where it runs there is no tools/criu.sh.
+  echo "${dmlp_dump_flags[*]}" >"$dir/dmlp-dump-flags"
+  echo "${dmlp_restore_flags[*]}" >"$dir/dmlp-restore-flags"
   "$dir/criu" --version >/dev/null || die "CRIU_BUNDLE_FAILED: $dir/criu does not run"
 }
 
