@@ -39,6 +39,15 @@ def spawn(args, env, log):
     Not subprocess.Popen: Popen reaps its pid behind our back, and after a
     restore that pid is the restored job's. CRIU skips its size check for files
     open O_WRONLY|O_APPEND, so a growing log never blocks a restore."""
+    # Nothing else inherited: ctest hands its tests its open log (fd 3), which
+    # grows while the job is down, and CRIU refuses to restore a process holding
+    # a file whose size changed since the dump.
+    for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
+        if fd > 2:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:  # the listing's own descriptor, closed by now
+                pass
     actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
                (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
                (os.POSIX_SPAWN_DUP2, 1, 2)]
