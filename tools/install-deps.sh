@@ -32,8 +32,10 @@ build_packages=(
 # stub, so the image does not carry it); Slurm (with munge) and Open MPI for
 # the engine tests (tests/e2e/engines: about a minute of apt each, a minute of
 # tests). torchrun is not here: PyPI's torch brings GBs of CUDA libraries, so
-# tools/engines-check.sh installs it and runs that case outside CI.
-test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin)
+# tools/engines-check.sh installs it and runs that case outside CI. iproute2
+# for the CRIU case that restores a job into a new network namespace
+# (e2e.criu.b_another_machine; CRIU itself comes from tools/criu.sh).
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2)
 
 mode=all
 list_only=0

@@ -1,0 +1,25 @@
+# Freeze and restore for real (tests/e2e/criu/criu_e2e.py): a 2-rank CPU job
+# dumped whole by CRIU (tools/criu.sh: Debian sid's criu 4.2, fetched and cached
+# on first use) and restored, compared byte for byte with an uninterrupted run.
+#   e2e.criu.a_in_place         dumped, down longer than the heartbeat, restored in place
+#   e2e.criu.b_another_machine  restored in a new network namespace with another host name
+#   e2e.criu.c_refused_restore  --leave-running, kill -9: CRIU refuses, RESUME=1 completes
+#   e2e.criu.d_two_evictions    dumped and restored twice in one run
+#   e2e.criu.e_run_sh           the job as run.sh starts it
+# Exit 77 (SKIP) only when `criu check` fails, with CRIU's words; as root on
+# Debian 12 (CI) they run. One at a time (RESOURCE_LOCK): a restore needs the
+# dumped pids free and each case freezes a job for seconds.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+foreach(pair a:a_in_place b:b_another_machine c:c_refused_restore d:d_two_evictions e:e_run_sh)
+  string(REPLACE ":" ";" parts ${pair})
+  list(GET parts 0 criu_case)
+  list(GET parts 1 criu_name)
+  add_test(NAME e2e.criu.${criu_name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/criu/criu_e2e.py ${criu_case}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/criu)
+  set_tests_properties(e2e.criu.${criu_name} PROPERTIES
+    ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+    SKIP_RETURN_CODE 77
+    RESOURCE_LOCK dmlp_criu
+    TIMEOUT 300)
+endforeach()
