@@ -20,6 +20,12 @@ void PeerLoss::Declare(const Status& status) {
   failure_ = status;
   lost_.store(true);
   for (auto& [id, hook] : hooks_) hook();
+  declared_cv_.notify_all();
+}
+
+bool PeerLoss::WaitUntilLost(std::chrono::milliseconds budget) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return declared_cv_.wait_for(lock, budget, [this] { return lost_.load(); });
 }
 
 int PeerLoss::AddHook(std::function<void()> hook) {

@@ -48,9 +48,12 @@ class PeerLoss {
   int AddHook(std::function<void()> hook);
   /// Unregisters a hook (its owner is going away). Blocks while hooks run.
   void RemoveHook(int id);
+  /// Waits until a loss is declared, at most `budget` (steady clock); lost().
+  bool WaitUntilLost(std::chrono::milliseconds budget) const;
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable declared_cv_;
   std::atomic<bool> lost_{false};
   Status failure_;
   std::map<int, std::function<void()>> hooks_;
