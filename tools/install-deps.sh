@@ -32,8 +32,10 @@ build_packages=(
 # stub, so the image does not carry it); Slurm (with munge) and Open MPI for
 # the engine tests (tests/e2e/engines: about a minute of apt each, a minute of
 # tests). torchrun is not here: PyPI's torch brings GBs of CUDA libraries, so
-# tools/engines-check.sh installs it and runs that case outside CI.
-test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin)
+# tools/engines-check.sh installs it and runs that case outside CI. iproute2
+# and nftables for the three-host cluster in network namespaces
+# (tests/e2e/cluster: `ip netns`, a bridge, and a silent partition by nft).
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables)
 
 mode=all
 list_only=0
