@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "trainer"))
 sys.path.insert(0, str(HERE.parent / "engines"))
 from harness import BIN_DIR, LAUNCH, TRAIN, VERIFY, run  # noqa: E402
-from engines_e2e import PLACE_VARIABLES, torchrun_path  # noqa: E402
+from engines_e2e import PLACE_VARIABLES, check_same_run, torchrun_path  # noqa: E402
 from slurm_cluster import SlurmCluster, missing_programs as slurm_missing  # noqa: E402
 from cluster import Cluster, INTERFACE, missing_programs as cluster_missing  # noqa: E402
 
@@ -192,14 +192,7 @@ class ClusterTest(unittest.TestCase):
                              f"rank {rank}")
 
     def assertSameAsReference(self, out_dir, ranks, place_source, coordinator_from):
-        for name in receipt_files(ranks):
-            self.assertEqual((out_dir / name).read_bytes(), (REFERENCE / name).read_bytes(),
-                             f"{name} differs from the one-host run's{self.all_logs()}")
-        verified = run([VERIFY, out_dir])
-        self.assertEqual((verified.returncode, verified.stdout.splitlines()[-1]), (0, "PASS"),
-                         verified.stdout + verified.stderr)
-        against = run([VERIFY, "--against", REFERENCE, out_dir])
-        self.assertEqual(against.returncode, 0, against.stdout + against.stderr)
+        check_same_run(self, out_dir, REFERENCE, receipt_files(ranks), self.all_logs())
         launch = json.loads((out_dir / "result.json").read_text())["launch"]
         self.assertEqual(launch, {"place_source": place_source, "coordinator_from": coordinator_from})
 
