@@ -58,6 +58,9 @@ FROM base
 COPY --from=build /opt/dmlp/ /usr/local/
 # The job: exactly spec.json's image.env. Set only in the final stage so the
 # test suite above runs with the environment its tests choose.
+# NCCL_SOCKET_IFNAME=lo is for one host (the spec's 8 GPUs): across hosts it
+# is wrong, NCCL cannot reach the other hosts. Override it with the hosts'
+# interface (docker run -e NCCL_SOCKET_IFNAME=eth0; README "Beyond one machine").
 ENV PLATFORM=cuda \
     STEPS=1200 \
     SEED=42 \

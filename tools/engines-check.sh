@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs dmlp-train under every engine the tests know (README "Beyond one
 # machine"): Slurm (srun and sbatch on a one-node cluster on localhost), Open
-# MPI's mpirun and torchrun, each compared byte for byte with dmlp-launch.
+# MPI's mpirun and torchrun, each compared byte for byte with dmlp-launch; and
+# torchrun --nnodes 3 across the three-host test cluster (tests/e2e/cluster).
 # CI runs the Slurm and Open MPI cases (tools/install-deps.sh installs them);
 # torchrun needs PyPI's torch with its CUDA libraries (several GB), so it runs
 # here only. Installs what is missing (as root): slurm-wlm, munge and
@@ -44,6 +45,12 @@ DMLP_TORCHRUN="$venv/bin/torchrun" ctest --test-dir build --output-on-failure -V
 cat "$log"
 skipped=$(grep -c '(Skipped)' "$log" || true)
 rm -f "$log"
+# torchrun across three hosts (tests/e2e/cluster; root: network namespaces):
+# not a ctest case, so that CI, which has no torch, never skips it.
+say "torchrun --nnodes 3 on the test cluster"
+DMLP_TORCHRUN="$venv/bin/torchrun" DMLP_BIN_DIR="$PWD/build/bin" \
+  DMLP_CLUSTER_REFERENCE="$PWD/build/cluster-reference" PYTHONDONTWRITEBYTECODE=1 \
+  python3 tests/e2e/cluster/cluster_e2e.py torchrun || status=$?
 say "engine tests took $(( $(date +%s) - started )) s"
 if [[ "$status" -eq 0 && "$skipped" -ne 0 ]]; then
   say "${skipped} engine case(s) skipped"

@@ -34,8 +34,10 @@ build_packages=(
 # tests). torchrun is not here: PyPI's torch brings GBs of CUDA libraries, so
 # tools/engines-check.sh installs it and runs that case outside CI. iproute2
 # for the CRIU case that restores a job into a new network namespace
-# (e2e.criu.b_another_machine; CRIU itself comes from tools/criu.sh).
-test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2)
+# (e2e.criu.b_another_machine; CRIU itself comes from tools/criu.sh), and, with
+# nftables, for the three-host cluster in network namespaces (tests/e2e/cluster:
+# `ip netns`, a bridge, and a silent partition by nft).
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables)
 
 mode=all
 list_only=0

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
@@ -54,6 +55,34 @@ Result<std::vector<RankDevice>> GatherRankDevices(Rendezvous& rendezvous, const 
     devices.push_back({values[rank].substr(0, newline), values[rank].substr(newline + 1)});
   }
   return devices;
+}
+
+
+std::string HostOf(const RankDevice& device) {
+  static constexpr std::string_view kPrefix = "host ";  // DeviceLabel's form
+  if (device.label.compare(0, kPrefix.size(), kPrefix) != 0) return {};
+  const size_t end = device.label.find(' ', kPrefix.size());
+  return device.label.substr(kPrefix.size(), end == std::string::npos ? end : end - kPrefix.size());
+}
+
+Status NameLostPeerHost(Status status, const std::vector<RankDevice>& devices) {
+  static constexpr std::string_view kRank = "rank ";  // rendezvous.h: "PEER_LOST: rank R: why"
+  const std::string& detail = status.detail();
+  if (status.code() != "PEER_LOST" || detail.compare(0, kRank.size(), kRank) != 0) return status;
+  const size_t colon = detail.find(':');
+  if (colon == std::string::npos) return status;
+  const std::string number = detail.substr(kRank.size(), colon - kRank.size());
+  char* end = nullptr;
+  const long lost = std::strtol(number.c_str(), &end, 10);
+  if (number.empty() || *end != '\0' || lost < 0 || static_cast<size_t>(lost) >= devices.size()) return status;
+  const std::string host = HostOf(devices[lost]);
+  if (host.empty()) return status;
+  std::string ranks;
+  for (size_t rank = 0; rank < devices.size(); ++rank) {
+    if (HostOf(devices[rank]) == host) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+  }
+  return Status::Error("PEER_LOST", detail.substr(0, colon) + " (host " + host + ", ranks " + ranks + ")" +
+                                        detail.substr(colon));
 }
 
 }  // namespace dmlp

@@ -1,4 +1,4 @@
-// defines: HostName, DeviceLabel, RankDevice, GatherRankDevices
+// defines: HostName, DeviceLabel, RankDevice, GatherRankDevices, NameLostPeerHost
 //
 // Every rank's device, known to every rank, so that a failure found by one
 // rank (RANK_DIVERGED, SHARD_AUDIT_FAILED) names the host and GPU of the rank
@@ -31,5 +31,16 @@ struct RankDevice {
 /// Every rank's RankDevice, indexed by rank (collective: every rank calls it
 /// once). PEER_LOST, RENDEZVOUS_TIMEOUT etc. from the rendezvous.
 Result<std::vector<RankDevice>> GatherRankDevices(Rendezvous& rendezvous, const Backend& backend);
+
+/// The host a RankDevice's label names ("host node3 cpu ..." -> "node3"); "" when none.
+std::string HostOf(const RankDevice& device);
+
+/// A PEER_LOST "rank R: why" gets the lost rank's host and every rank placed
+/// there: "rank 4 (host node3, ranks 4,5): why". A job spread over hosts
+/// mostly loses a whole host (a cable, a partition, a frozen machine), and the
+/// host, not the number, is what a person goes to look at. Any other status,
+/// or a rank the table does not know (lost before the devices were gathered),
+/// is returned as it is.
+Status NameLostPeerHost(Status status, const std::vector<RankDevice>& devices);
 
 }  // namespace dmlp

@@ -21,6 +21,7 @@
 #include "trainer/memory_plan.h"
 #include "trainer/output/progress.h"
 #include "trainer/output/run_output.h"
+#include "trainer/rank_devices.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/shard_audit.h"
 #include "trainer/start.h"
@@ -152,13 +153,23 @@ Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& 
 
 /// A wait that failed because a peer was lost (the monitor cut it short) is
 /// reported as that loss, the cause, rather than as the broken wait.
-Status BlamePeerLoss(Status status, const PeerLoss& loss) {
-  if (status.ok() || !loss.lost()) return status;
+// A wait can also break before this rank's monitor hears of the loss: a peer
+// that heard first shuts its Gloo sockets, and ours see "connection closed by
+// peer" up to a ping interval before our next ping brings the coordinator's
+// PEER_LOST (seen across hosts, tests/e2e/cluster). So a broken wait gives the
+// monitor two ping intervals to name the cause; a failure with no lost peer
+// behind it is reported as it is, that much later.
+Status BlamePeerLoss(Status status, const PeerLoss& loss, std::chrono::milliseconds heartbeat) {
+  if (status.ok()) return status;
   static constexpr std::string_view kWaitFailures[] = {"COLLECTIVE_ERROR", "NCCL_ERROR", "PEER_LOST",
                                                        "RENDEZVOUS_TIMEOUT", "RENDEZVOUS_CLOSED",
                                                        "PROTOCOL_ERROR"};
   for (std::string_view code : kWaitFailures) {
-    if (status.code() == code) return loss.failure();
+    if (status.code() != code) continue;
+    const bool broken_collective = code == "COLLECTIVE_ERROR" || code == "NCCL_ERROR";
+    const bool lost = loss.lost() ||
+                      (broken_collective && loss.WaitUntilLost(2 * PeerMonitor::PingInterval(heartbeat)));
+    return lost ? loss.failure() : status;
   }
   return status;
 }
@@ -182,7 +193,7 @@ Result<std::vector<int64_t>> GatherConfirmedReplays(const Plan& plan, Rendezvous
 Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
                  StartingPoint start, int64_t kill_step,
                  std::chrono::steady_clock::time_point started,
-                 std::unique_ptr<Backend>& backend_owner) {
+                 std::unique_ptr<Backend>& backend_owner, std::vector<RankDevice>& devices) {
   RunOutput& output = *start.output;
   DMLP_ASSIGN_OR_RETURN(backend_owner, plan.platform == Platform::kCpu
                                            ? CreateCpuBackend(plan, layout, rendezvous)
@@ -204,7 +215,6 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   // checkpoint is the final state. Otherwise the last snapshot will be.
   if (start.done_steps < plan.steps) start.image = {};
   // Every rank's host and device, for the failures that name them (rank_devices.h).
-  std::vector<RankDevice> devices;
   if (plan.num_processes > 1) {
     DMLP_ASSIGN_OR_RETURN(devices, GatherRankDevices(rendezvous, *backend));
   }
@@ -278,13 +288,16 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   // silent for the heartbeat while this rank runs (peer_monitor.h).
   Status status = plan.num_processes > 1 ? rendezvous->StartPeerMonitor() : Status::Ok();
   std::unique_ptr<Backend> backend;  // kept until the failure is reported (RunJoined)
+  std::vector<RankDevice> devices;   // every rank's host, once gathered: a lost peer names its host
   if (status.ok()) {
     Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
-    status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started, backend)
+    status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started, backend,
+                                    devices)
                         : start.status();
   }
   if (status.ok()) backend.reset();  // as before: gone before the rendezvous closes
-  status = BlamePeerLoss(std::move(status), *rendezvous->peer_loss());
+  status = NameLostPeerHost(
+      BlamePeerLoss(std::move(status), *rendezvous->peer_loss(), rendezvous->heartbeat_timeout()), devices);
   if (!status.ok()) {
     // Say why first, then leave without waiting for peers: those waiting on
     // this rank fail at once with PEER_LOST (and may exit before us, which is

@@ -1,9 +1,11 @@
 #include "trainer/rendezvous/peer_monitor.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "trainer/rendezvous/rendezvous_wire.h"
 
@@ -20,6 +22,12 @@ void PeerLoss::Declare(const Status& status) {
   failure_ = status;
   lost_.store(true);
   for (auto& [id, hook] : hooks_) hook();
+  declared_cv_.notify_all();
+}
+
+bool PeerLoss::WaitUntilLost(std::chrono::milliseconds budget) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return declared_cv_.wait_for(lock, budget, [this] { return lost_.load(); });
 }
 
 int PeerLoss::AddHook(std::function<void()> hook) {
@@ -62,7 +70,7 @@ void PeerMonitor::Stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
-  shutdown(fd_, SHUT_RDWR);  // wakes a pending PONG wait
+  shutdown(fd_, SHUT_RDWR);  // wakes a pending PONG wait, or Pause()'s poll
   if (thread_.joinable()) thread_.join();
   close(fd_);
 }
@@ -74,10 +82,22 @@ std::chrono::milliseconds PeerMonitor::PingInterval(std::chrono::milliseconds he
 
 void PeerMonitor::Run() {
   Status status;
-  while (status.ok() && Pause()) status = PingOnce();
-  std::lock_guard<std::mutex> lock(mu_);
+  while (status.ok() && Pause(status)) {
+    if (status.ok()) status = PingOnce();
+  }
+  std::unique_lock<std::mutex> lock(mu_);
   if (stopping_ || status.ok()) return;  // the job ended; its connections close on purpose
   loss_->Declare(status);
+  // The hooks end this rank's waits, and the rank reports the loss and stops
+  // this monitor. A wait inside a library can outlive them: Gloo, on a rank
+  // frozen while its peers' connections closed, waited on for ever once
+  // continued (tests/e2e/cluster, fault_freeze). A lost job must never hang
+  // (it may hold OUT_DIR's lock): past one more heartbeat, say why and end.
+  if (stop_cv_.wait_for(lock, heartbeat_, [this] { return stopping_; })) return;
+  std::fprintf(stderr, "dmlp-train: error: %s (rank %d still waited %llds after the loss: exiting)\n",
+               status.ToString().c_str(), rank_, static_cast<long long>(heartbeat_.count() / 1000));
+  std::fflush(stderr);
+  _exit(1);
 }
 
 Status PeerMonitor::PingOnce() {
@@ -85,7 +105,10 @@ Status PeerMonitor::PingOnce() {
   // answer; a freeze of this process does not count (PeerWait).
   PeerWait wait(heartbeat_, clock_);
   Status sent = SendAll(fd_, EncodeMessage(Message{MessageType::kPing}), wait);
-  Result<Message> reply = sent.ok() ? ReceiveMessage(fd_, wait, FrameLimits{}) : Result<Message>(sent);
+  return Interpret(sent.ok() ? ReceiveMessage(fd_, wait, FrameLimits{}) : Result<Message>(sent));
+}
+
+Status PeerMonitor::Interpret(const Result<Message>& reply) const {
   if (reply.ok() && reply->type == MessageType::kPong) return Status::Ok();
   if (reply.ok() && reply->type == MessageType::kError) return Status::Error(reply->name, reply->payload);
   const std::string seen_by = " (seen by rank " + std::to_string(rank_) + ")";
@@ -100,9 +123,31 @@ Status PeerMonitor::PingOnce() {
   return reply.status().WithContext("rank " + std::to_string(rank_) + ": liveness ping");
 }
 
-bool PeerMonitor::Pause() {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !stop_cv_.wait_for(lock, PingInterval(heartbeat_), [this] { return stopping_; });
+bool PeerMonitor::Pause(Status& heard) {
+  const auto deadline = std::chrono::steady_clock::now() + PingInterval(heartbeat_);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return false;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return true;
+    // Stop() shuts the socket down, which wakes this poll.
+    pollfd readable{fd_, POLLIN, 0};
+    const int ready = poll(&readable, 1, static_cast<int>(left.count()) + 1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return false;
+    }
+    if (ready > 0) {
+      PeerWait wait(heartbeat_, clock_);
+      heard = Interpret(ReceiveMessage(fd_, wait, FrameLimits{}));
+      // Nothing is sent unasked but a failure; a PONG here breaks the protocol.
+      if (heard.ok()) heard = Status::Error("PROTOCOL_ERROR", "PONG without a PING (seen by rank " +
+                                                                  std::to_string(rank_) + ")");
+      return true;
+    }
+  }
 }
 
 }  // namespace dmlp

@@ -32,6 +32,7 @@
 
 #include "common/status.h"
 #include "trainer/rendezvous/peer_wait.h"
+#include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
 
@@ -48,9 +49,12 @@ class PeerLoss {
   int AddHook(std::function<void()> hook);
   /// Unregisters a hook (its owner is going away). Blocks while hooks run.
   void RemoveHook(int id);
+  /// Waits until a loss is declared, at most `budget` (steady clock); lost().
+  bool WaitUntilLost(std::chrono::milliseconds budget) const;
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable declared_cv_;
   std::atomic<bool> lost_{false};
   Status failure_;
   std::map<int, std::function<void()>> hooks_;
@@ -88,8 +92,12 @@ class PeerMonitor {
   void Run();
   /// One PING and its PONG; the loss when the answer says so or never comes.
   Status PingOnce();
-  /// Sleeps the ping interval; false once Stop() was called.
-  bool Pause();
+  /// What a reply (or its absence) on the liveness connection means.
+  Status Interpret(const Result<Message>& reply) const;
+  /// Waits the ping interval, reading what the coordinator says unasked
+  /// meanwhile (a loss it found, or its connection closing) into `heard`;
+  /// false once Stop() was called.
+  bool Pause(Status& heard);
 
   const int fd_;
   const int rank_;

@@ -57,6 +57,13 @@ void RendezvousServer::CheckSilence() {
     // learns why, rather than finding the coordinator gone.
     Depart(rank, "silent for " + std::to_string(heartbeat_.count() / 1000) +
                      "s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running");
+    // Told on every liveness connection now, not at each rank's next ping:
+    // rank 0 stops soon after it learns of the loss, and a rank whose next
+    // ping finds the coordinator gone could only say that, not which host was
+    // lost (seen across hosts, tests/e2e/cluster). The monitors read it at once.
+    for (auto& conn : connections_) {
+      if (conn->watch_rank >= 0 && !conn->closed) ReplyError(*conn, departure_);
+    }
   }
 }
 

@@ -83,6 +83,19 @@ def kill_marked(mark):
             pass
 
 
+def check_same_run(test, out, reference, names, context=""):
+    """The files `names` of run `out` equal `reference`'s byte for byte, and
+    dmlp-verify says PASS and, --against the reference, identical."""
+    for name in names:
+        test.assertEqual((out / name).read_bytes(), (reference / name).read_bytes(),
+                         f"{name} differs from the reference run's{context}")
+    verified = run([VERIFY, out])
+    test.assertEqual((verified.returncode, verified.stdout.splitlines()[-1]), (0, "PASS"),
+                     verified.stdout + verified.stderr)
+    against = run([VERIFY, "--against", reference, out])
+    test.assertEqual(against.returncode, 0, against.stdout + against.stderr)
+
+
 def torchrun_path():
     explicit = os.environ.get("DMLP_TORCHRUN")
     return explicit if explicit else shutil.which("torchrun")
@@ -139,15 +152,7 @@ class EngineTest(unittest.TestCase):
             shutil.rmtree(cls._reference_dir, ignore_errors=True)
 
     def assertSameReceipts(self, out):
-        reference = self.reference()
-        for name in RECEIPTS:
-            self.assertEqual((out / name).read_bytes(), (reference / name).read_bytes(),
-                             f"{name} differs from dmlp-launch's")
-        verified = run([VERIFY, out])
-        self.assertEqual((verified.returncode, verified.stdout.splitlines()[-1]), (0, "PASS"),
-                         verified.stdout + verified.stderr)
-        against = run([VERIFY, "--against", reference, out])
-        self.assertEqual(against.returncode, 0, against.stdout + against.stderr)
+        check_same_run(self, out, self.reference(), RECEIPTS)
         result = json.loads((out / "result.json").read_text())
         self.assertEqual(result["launch"]["place_source"], self.ENGINE)
         self.assertNotIn("place_source", json.dumps(result["plan"]))

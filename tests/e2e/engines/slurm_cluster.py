@@ -1,10 +1,17 @@
-"""A one-node Slurm cluster on localhost for the engine tests: munged,
-slurmctld and slurmd in the foreground as our own children, every file under
-one temporary directory, each daemon stopped by pid (never by name).
+"""A Slurm cluster for the engine tests: munged, slurmctld and slurmd in the
+foreground as our own children, every file under one temporary directory,
+each daemon stopped by pid (never by name).
 
-Slurm's ports come from SLURM_PORTS (two consecutive ports); the daemons run
-as root with proctrack/linuxproc and task/none, so no cgroups or systemd are
-needed, and 2 CPUs, so `srun -n 2` fits on a 2-core machine."""
+By default one node on localhost (tests/e2e/engines); given several nodes and
+a way to run a command on each (tests/e2e/cluster: one network namespace per
+host), one slurmd per node, each started on its own host, with slurmctld on
+the first. One munged serves them all: its socket is a path on the shared
+filesystem. The slurmds' spool, pid and log paths carry `%n` (the node's name),
+so several slurmd on one kernel never share a file.
+
+Slurm's ports: `ctld_port` and the next one; the daemons run as root with
+proctrack/linuxproc and task/none, so no cgroups or systemd are needed, and
+2 CPUs per node, so `srun -n 2` fits on a 2-core machine."""
 
 import os
 import shutil
@@ -32,7 +39,7 @@ def _plugin_dir():
 
 CONF = """\
 ClusterName=dmlpe2e
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost={controller}
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 SlurmUser=root
@@ -41,11 +48,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={root}/sock/munge.socket
 StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
+SlurmdSpoolDir={root}/spool/%n
 SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.pid
+SlurmdPidFile={root}/slurmd-%n.pid
 SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
+SlurmdLogFile={root}/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
@@ -59,17 +66,23 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 SwitchType=switch/none
 PluginDir={plugin_dir}
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
-PartitionName=e2e Nodes=localhost Default=YES MaxTime=10 State=UP OverSubscribe=YES
+{node_lines}PartitionName=e2e Nodes={node_names} Default=YES MaxTime=UNLIMITED State=UP OverSubscribe=YES
 """
 
 
 class SlurmCluster:
-    """Use as a context manager; `env` holds SLURM_CONF for srun/sbatch."""
+    """Use as a context manager; `env` holds SLURM_CONF for srun/sbatch.
 
-    def __init__(self, ctld_port, ready_timeout=60):
+    nodes: (name, address) pairs; on_host(name, argv) returns the argv that
+    runs argv on that node (default: here). slurmctld, sinfo and scancel run
+    on the first node, the controller."""
+
+    def __init__(self, ctld_port, ready_timeout=60, nodes=(("localhost", "127.0.0.1"),),
+                 on_host=None):
         self.ctld_port = ctld_port
         self.ready_timeout = ready_timeout
+        self.nodes = list(nodes)
+        self.on_host = on_host or (lambda host, argv: list(argv))
         self.root = None
         self.daemons = []  # Popen objects, stopped in reverse order by pid
         self.env = {}
@@ -94,20 +107,32 @@ class SlurmCluster:
         key.write_bytes(os.urandom(1024))
         os.chmod(key, 0o600)
         conf = root / "slurm.conf"
-        conf.write_text(CONF.format(root=root, ctld_port=self.ctld_port,
-                                    slurmd_port=self.ctld_port + 1, plugin_dir=_plugin_dir()))
+        for name, _ in self.nodes:
+            (root / "spool" / name).mkdir(mode=0o755)
+        controller = "{}({})".format(*self.nodes[0])
+        node_lines = "".join(f"NodeName={name} NodeAddr={address} CPUs=2 State=UNKNOWN\n"
+                             for name, address in self.nodes)
+        conf.write_text(CONF.format(root=root, ctld_port=self.ctld_port, controller=controller,
+                                    slurmd_port=self.ctld_port + 1, plugin_dir=_plugin_dir(),
+                                    node_lines=node_lines,
+                                    node_names=",".join(name for name, _ in self.nodes)))
         self.env = {"SLURM_CONF": str(conf)}
         env = dict(os.environ, **self.env)
         self._daemon(["munged", "-F", f"--socket={root}/sock/munge.socket", f"--key-file={key}",
                       f"--log-file={root}/log/munged.log", f"--pid-file={root}/sock/munged.pid",
                       f"--seed-file={root}/key/seed"], env)
         self._wait_for(lambda: (root / "sock" / "munge.socket").exists(), "munged's socket")
-        self._daemon(["slurmctld", "-D", "-i"], env)
-        self._daemon(["slurmd", "-D", "-N", "localhost"], env)
-        self._wait_for(self._node_idle, "the node to be idle")
+        self._daemon(self.on_controller(["slurmctld", "-D", "-i"]), env, "slurmctld")
+        for name, _ in self.nodes:
+            self._daemon(self.on_host(name, ["slurmd", "-D", "-N", name]), env, f"slurmd-{name}")
+        self._wait_for(self._node_idle, "every node to be idle")
 
-    def _daemon(self, argv, env):
-        log = open(self.root / "log" / (argv[0] + ".out"), "wb")
+    def on_controller(self, argv):
+        """argv run on the controller's host (srun, sbatch and sinfo talk to it there)."""
+        return self.on_host(self.nodes[0][0], argv)
+
+    def _daemon(self, argv, env, name=None):
+        log = open(self.root / "log" / ((name or Path(argv[0]).name) + ".out"), "wb")
         self.daemons.append(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=subprocess.STDOUT, start_new_session=True))
         log.close()
@@ -117,9 +142,11 @@ class SlurmCluster:
             if daemon.poll() is not None:
                 raise RuntimeError(f"{daemon.args[0]} exited with {daemon.returncode}: "
                                    + self.logs())
-        state = subprocess.run(["sinfo", "-h", "-o", "%t"], env=dict(os.environ, **self.env),
-                               capture_output=True, text=True, timeout=20)
-        return state.returncode == 0 and state.stdout.strip() == "idle"
+        state = subprocess.run(self.on_controller(["sinfo", "-h", "-N", "-o", "%t"]),
+                               env=dict(os.environ, **self.env), capture_output=True, text=True,
+                               timeout=20)
+        states = state.stdout.split()
+        return state.returncode == 0 and states == ["idle"] * len(self.nodes)
 
     def _wait_for(self, predicate, what):
         deadline = time.monotonic() + self.ready_timeout
@@ -138,8 +165,8 @@ class SlurmCluster:
     def __exit__(self, *exc):
         if self.daemons and self.daemons[-1].poll() is None:
             # Our cluster's jobs only: SLURM_CONF names this cluster.
-            subprocess.run(["scancel", "--full", "--user=root"], env=dict(os.environ, **self.env),
-                           capture_output=True, timeout=20)
+            subprocess.run(self.on_controller(["scancel", "--full", "--user=root"]),
+                           env=dict(os.environ, **self.env), capture_output=True, timeout=20)
         for daemon in reversed(self.daemons):
             if daemon.poll() is None:
                 daemon.send_signal(signal.SIGTERM)

@@ -8,6 +8,9 @@ Every ```sh block of the README starts with `# run-by: KIND`:
                      image.main_job runs tools/main-job.sh
   manual (reason)    needs what tests do not have (a super session, Docker, a
                      GPU); the repository paths it names must exist
+  test NAME (...)    the ctest case NAME runs it (as the reason says: on the
+                     three-host cluster of tests/e2e/cluster); NAME must be a
+                     registered case, and the block names no missing path
 Blocks that show a state file check must print digests that equal the run's.
 The configuration table must name every variable dmlp-train reads
 (trainer/plan.cc) and every variable of spec.json, with spec.json's values.
@@ -29,7 +32,7 @@ from pathlib import Path
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 BIN = Path(os.environ.get("DMLP_BIN_DIR", SOURCE / "build" / "bin")).resolve()
 README = SOURCE / "README.md"
-KINDS = ("readme-test", "ci", "manual")
+KINDS = ("readme-test", "ci", "manual", "test")
 HEX64 = re.compile(r"\b([0-9a-f]{64})\b")
 # Variables documented beyond plan.cc's list: read elsewhere in dmlp or by run.sh.
 EXTRA_DOCUMENTED = {"LOCAL_RANK", "DMLP_CPU_THREADS", "DMLP_PROFILE", "CUDA_VISIBLE_DEVICES"}
@@ -57,6 +60,15 @@ def run_by(body):
     first = body.splitlines()[0] if body.strip() else ""
     match = re.match(r"^# run-by: ([a-z-]+)(.*)$", first)
     return (match.group(1), match.group(2).strip()) if match else (None, "")
+
+
+def registered_tests():
+    """e2e.<component>.<case> of every foreach(case ...) in tests/e2e/<component>.cmake."""
+    names = set()
+    for cmake in (SOURCE / "tests/e2e").glob("*.cmake"):
+        for cases in re.findall(r"foreach\((?:case|engine) ([^)]*)\)", cmake.read_text()):
+            names |= {f"e2e.{cmake.stem}.{case}" for case in cases.split()}
+    return names
 
 
 def plan_names():
@@ -105,6 +117,9 @@ class Structure(unittest.TestCase):
             self.assertIn(kind, KINDS, f"README.md:{line}: first line must be '# run-by: <{'|'.join(KINDS)}>'")
             if kind in ("manual", "ci"):
                 self.assertRegex(reason, r"^\(.+\)$", f"README.md:{line}: {kind} needs a (reason)")
+            if kind == "test":
+                self.assertRegex(reason, r"^e2e\.[\w.]+ \(.+\)$", f"README.md:{line}: test NAME (reason)")
+                self.assertIn(reason.split()[0], registered_tests(), f"README.md:{line}: no such ctest case")
         for info, _, line in fenced_blocks(self.text):
             self.assertIn(info, ("sh", "text", "json"), f"README.md:{line}: use ```sh for commands")
 
@@ -122,7 +137,7 @@ class Structure(unittest.TestCase):
 
     def test_manual_blocks_name_existing_files(self):
         for _, body, line in self.blocks:
-            if run_by(body)[0] != "manual":
+            if run_by(body)[0] not in ("manual", "test"):
                 continue
             for token in re.findall(r"(?<![\w/$:.-])((?:[\w.-]+/)*[\w.-]+\.(?:sh|json|py))\b", body):
                 if token.startswith(("out/", "/")):

@@ -161,8 +161,9 @@ class Liveness(JobTestCase):
         launcher.wait(timeout=120)  # before the fix: never (Gloo waits a year)
         stderr = launcher.stderr.read()
         self.assertNotEqual(launcher.returncode, 0, stderr)
-        self.assertIn("[rank 0] dmlp-train: error: PEER_LOST: rank 1: silent for 2s "
-                      "(HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running", stderr)
+        # The lost rank's host, and the ranks there (both, on this one machine).
+        self.assertIn(f"[rank 0] dmlp-train: error: PEER_LOST: rank 1 (host {socket.gethostname()}, "
+                      "ranks 0,1): silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) while rank 0 kept running", stderr)
         for pid in ranks.values():
             wait_for(lambda: not alive(pid), 30, f"rank pid {pid} to end")
         result = verify(out)
@@ -179,8 +180,8 @@ class Liveness(JobTestCase):
         launcher.wait(timeout=120)
         stderr = launcher.stderr.read()
         self.assertNotEqual(launcher.returncode, 0, stderr)
-        self.assertIn("[rank 1] dmlp-train: error: PEER_LOST: rank 0: silent for 2s "
-                      "(HEARTBEAT_TIMEOUT_SECONDS) (seen by rank 1)", stderr)
+        self.assertIn(f"[rank 1] dmlp-train: error: PEER_LOST: rank 0 (host {socket.gethostname()}, "
+                      "ranks 0,1): silent for 2s (HEARTBEAT_TIMEOUT_SECONDS) (seen by rank 1)", stderr)
         result = verify(out)
         self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
 
