@@ -12,6 +12,7 @@
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
+#include "trainer/user_signals.h"
 
 namespace {
 
@@ -29,6 +30,8 @@ int ExitCodeFor(const dmlp::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, before any thread exists: SIGUSR1/2 are logged, never fatal.
+  dmlp::BlockUserSignals();
   // A file-size limit must fail a write with EFBIG (reported, nothing half
   // written) rather than kill the rank with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
