@@ -147,6 +147,12 @@ class HeldLock {
   int fd_;
 };
 
+// What MoveReceiptsAside does to one file of a resumed run (trainer/output/replay.h).
+void MoveToSuperseded(const TempDir& dir, const std::string& name) {
+  std::filesystem::create_directories(dir.File("superseded/1"));
+  std::filesystem::rename(dir.File(name), dir.File("superseded/1/" + name));
+}
+
 // Issue 30 item 4: a healthy job polled before its first receipt was FAIL.
 TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
   TempDir dir;
@@ -191,10 +197,7 @@ TEST(VerifyRunTest, ReceiptsRenamedMidReadAreReadAgainNotFail) {
   TempDir dir;
   testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
   HeldLock lock(dir);
-  std::filesystem::create_directories(dir.File("superseded/1"));
-  auto move_aside = [&](const char* name) {
-    std::filesystem::rename(dir.File(name), dir.File(std::string("superseded/1/") + name));
-  };
+  auto move_aside = [&](const char* name) { MoveToSuperseded(dir, name); };
   std::vector<int> passes;
   VerifyOptions options{dir.path()};
   options.after_listing = [&](int pass) {
@@ -218,10 +221,7 @@ TEST(VerifyRunTest, AnErrorInALiveRunIsConfirmedAfterAPause) {
   TempDir dir;
   testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
   HeldLock lock(dir);
-  std::filesystem::create_directories(dir.File("superseded/1"));
-  auto move_aside = [&](const char* name) {
-    std::filesystem::rename(dir.File(name), dir.File(std::string("superseded/1/") + name));
-  };
+  auto move_aside = [&](const char* name) { MoveToSuperseded(dir, name); };
   move_aside("metrics.jsonl");  // the move is halfway when the verifier starts
   VerifyOptions options{dir.path()};
   std::vector<int> passes;
