@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/quote.h"
+
 extern char** environ;
 
 namespace dmlp {
@@ -68,6 +70,11 @@ Result<std::string> RequireString(const Environment& env, std::string_view name)
   if (!value) return Status::Error("ENV_MISSING", std::string(name));
   if (value->find_first_not_of(" \t\r\n\v\f") == std::string::npos)
     return Status::Error("ENV_EMPTY", std::string(name));
+  // A NUL from a YAML "\0" would cut a path short where the C library reads
+  // it, while result.json records the whole string; no setting needs one.
+  if (HasControlCharacter(*value))
+    return Status::Error("ENV_INVALID", std::string(name) + "=" + QuoteValue(*value) +
+                                            " holds a control character");
   return *value;
 }
 
@@ -76,7 +83,7 @@ Result<int64_t> RequireInteger(const Environment& env, std::string_view name, in
   DMLP_ASSIGN_OR_RETURN(std::string text, RequireString(env, name));
   Result<int64_t> value = ParseInteger(text, min, max);
   if (!value.ok())
-    return Status::Error("ENV_INVALID", std::string(name) + "='" + text + "' " +
+    return Status::Error("ENV_INVALID", std::string(name) + "=" + QuoteValue(text) + " " +
                                             value.status().detail());
   return value;
 }
@@ -86,7 +93,7 @@ Result<double> RequirePositiveNumber(const Environment& env, std::string_view na
   Result<double> value = ParseFiniteDouble(text);
   if (value.ok() && *value <= 0) value = Status::Error("ENV_INVALID", "must be finite and > 0");
   if (!value.ok())
-    return Status::Error("ENV_INVALID", std::string(name) + "='" + text + "' " +
+    return Status::Error("ENV_INVALID", std::string(name) + "=" + QuoteValue(text) + " " +
                                             value.status().detail());
   return value;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/quote.h"
 
 namespace dmlp {
 namespace {
@@ -44,7 +45,29 @@ Result<OutDir> OutDir::Open(const std::string& path) {
   return OutDir(path, fd);
 }
 
+Status OutDir::CheckNoDanglingLink(const std::string& path) {
+  namespace fs = std::filesystem;
+  // The deepest part of `path` that exists decides: its parents resolve.
+  for (fs::path at = fs::path(path); !at.empty(); at = at.parent_path()) {
+    std::error_code error;
+    const fs::file_status own = fs::symlink_status(at, error);
+    if (own.type() == fs::file_type::not_found) {
+      if (at == at.parent_path()) break;
+      continue;
+    }
+    if (error || !fs::is_symlink(own) || fs::status(at, error).type() != fs::file_type::not_found)
+      break;
+    const std::string target = fs::read_symlink(at, error).string();
+    const std::string where = at == fs::path(path) ? "" : ": " + at.string();
+    return Status::Error("OUTPUT_DANGLING_LINK",
+                         "OUT_DIR " + path + where + " is a symbolic link to " + QuoteValue(target) +
+                             ", which does not exist (create it, or point the link elsewhere)");
+  }
+  return Status::Ok();
+}
+
 Result<OutDir> OutDir::Create(const std::string& path) {
+  DMLP_RETURN_IF_ERROR(CheckNoDanglingLink(path));
   std::error_code error;
   std::filesystem::create_directories(path, error);
   if (error) return Status::Error("IO_ERROR", "create " + path + ": " + error.message());

@@ -31,6 +31,9 @@ class OutDir {
   static Result<OutDir> Open(const std::string& path);
   /// Creates the directory and its parents where missing (mkdir -p), then opens it.
   static Result<OutDir> Create(const std::string& path);
+  /// OUTPUT_DANGLING_LINK when `path` or one of its parents is a symbolic link
+  /// whose target does not exist (mkdir -p would fail with a bare EEXIST).
+  static Status CheckNoDanglingLink(const std::string& path);
   OutDir(OutDir&& other) noexcept;
   OutDir& operator=(OutDir&& other) noexcept;
   OutDir(const OutDir&) = delete;

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/quote.h"
 #include "common/slurm_hostlist.h"
 
 namespace dmlp {
@@ -149,7 +150,7 @@ Status ReadCoordinator(const Environment& env, RankPlace& place) {
       Result<std::string> first = FirstSlurmHost(list);
       if (!first.ok())
         return Status::Error("ENV_INVALID",
-                             std::string(name) + "='" + list + "' " + first.status().detail());
+                             std::string(name) + "=" + QuoteValue(list) + " " + first.status().detail());
       place.coordinator_address = *first;
       place.coordinator_from = name;
       return Status::Ok();
@@ -192,6 +193,11 @@ Result<RankPlace> ReadRankPlace(const Environment& env) {
   }
   DMLP_RETURN_IF_ERROR(ReadCoordinator(env, place));
   return place;
+}
+
+std::string FormatHostPort(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 }  // namespace dmlp

@@ -51,4 +51,7 @@ std::optional<PlaceSource> DetectPlaceSource(const Environment& env);
 /// sources give different values for one field (both named).
 Result<RankPlace> ReadRankPlace(const Environment& env);
 
+/// "host:port", with an IPv6 address in brackets as URLs write it: "[::1]:31011".
+std::string FormatHostPort(const std::string& host, int port);
+
 }  // namespace dmlp

@@ -16,9 +16,17 @@ std::string_view Trim(std::string_view text) {
   return text.substr(first, text.find_last_not_of(kBlank) + 1 - first);
 }
 
-// The line is a rank's raw output and goes back to a terminal: no control bytes.
-std::string Printable(std::string_view text) {
-  std::string out(text);
+// A rank's line may be as long as the launcher reads (1 MiB); a label is a
+// host name and one device, so what goes into the summary is bounded.
+constexpr size_t kMaxHostBytes = 255;    // a DNS name is at most 253
+constexpr size_t kMaxDeviceBytes = 256;  // "NVIDIA L4 GPU-<uuid> PCI 0000:3B:00.0" is ~70
+constexpr size_t kMaxDevicesKept = 16;
+
+// The line is a rank's raw output and goes back to a terminal: no control
+// bytes, and at most `limit` bytes of it ("..." marks a cut).
+std::string Printable(std::string_view text, size_t limit) {
+  std::string out(text.substr(0, limit));
+  if (text.size() > limit) out += "...";
   for (char& c : out) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   }
@@ -71,25 +79,29 @@ std::optional<DeviceLabel> ParseDeviceItem(std::string_view item,
   if (text.substr(0, kHost.size()) == kHost) {
     std::string_view rest = Trim(text.substr(kHost.size()));
     size_t end = rest.find_first_of(kBlank);
-    label.host = Printable(rest.substr(0, end));
-    label.device = Printable(end == std::string_view::npos ? "" : Trim(rest.substr(end)));
+    label.host = Printable(rest.substr(0, end), kMaxHostBytes);
+    label.device = Printable(end == std::string_view::npos ? "" : Trim(rest.substr(end)), kMaxDeviceBytes);
   } else {
     label.host = launcher_host;
-    label.device = Printable(text);
+    label.device = Printable(text, kMaxDeviceBytes);
   }
   if (label.host.empty()) label.host = launcher_host;
   return label;
 }
 
 // device(s)= runs to the end of the line; its items are separated by "; rank ".
-std::vector<DeviceLabel> ParseDevices(std::string_view text, const std::string& launcher_host) {
-  std::vector<DeviceLabel> devices;
+// The first kMaxDevicesKept are kept, the others counted.
+void ParseDevices(std::string_view text, const std::string& launcher_host, Divergence& divergence) {
   size_t start = 0;
   for (;;) {
     size_t next = text.find("; rank ", start);
-    if (auto label = ParseDeviceItem(text.substr(start, next - start), launcher_host))
-      devices.push_back(std::move(*label));
-    if (next == std::string_view::npos) return devices;
+    if (auto label = ParseDeviceItem(text.substr(start, next - start), launcher_host)) {
+      if (divergence.devices.size() < kMaxDevicesKept)
+        divergence.devices.push_back(std::move(*label));
+      else
+        ++divergence.devices_not_kept;
+    }
+    if (next == std::string_view::npos) return;
     start = next + 2;
   }
 }
@@ -144,8 +156,8 @@ std::optional<Divergence> ParseDivergenceLine(std::string_view line,
   if (!ranks) ranks = Word(head, "ranks=");
   if (ranks) divergence.ranks = ParseRanks(*ranks);
   if (devices_at != std::string_view::npos)
-    divergence.devices = ParseDevices(
-        fields.substr(devices_at + std::string_view("device(s)=").size()), launcher_host);
+    ParseDevices(fields.substr(devices_at + std::string_view("device(s)=").size()), launcher_host,
+                 divergence);
   return divergence;
 }
 
@@ -197,6 +209,8 @@ std::string DescribeDevices(const Divergence& divergence) {
   for (const DeviceLabel& label : divergence.devices)
     text += (text.empty() ? "" : "; ") + ("rank " + std::to_string(label.rank) + ": ") +
             OneDevice(label);
+  if (divergence.devices_not_kept > 0)
+    text += "; " + std::to_string(divergence.devices_not_kept) + " more";
   return text;
 }
 

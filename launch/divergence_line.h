@@ -44,7 +44,8 @@ struct Divergence {
   bool line_read = false;  // false: only the exit code is known
   std::optional<int64_t> step;
   std::vector<int> ranks;            // rank(s)= or ranks=; empty when unreadable
-  std::vector<DeviceLabel> devices;  // device(s)=, in the order printed
+  std::vector<DeviceLabel> devices;  // device(s)=, in the order printed (the first 16)
+  size_t devices_not_kept = 0;       // labels beyond those
   std::string launcher_host;         // gethostname() of the launcher that saw it
 
   /// Same step and same rank(s), both known: a replay that failed the same way.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/build_info.h"
+#include "common/quote.h"
 #include "launch/job_id.h"
 #include "launch/launch_errors.h"
 
@@ -31,17 +32,17 @@ Result<int64_t> OptionInteger(const std::string& name, const std::string& text, 
                               int64_t max) {
   Result<int64_t> value = ParseInteger(text, min, max);
   if (!value.ok())
-    return Status::Error(kOptionInvalid, name + "='" + text + "' " + value.status().detail());
+    return Status::Error(kOptionInvalid, name + "=" + QuoteValue(text) + " " + value.status().detail());
   return value;
 }
 
 Result<double> GraceSeconds(const std::string& text) {
   Result<double> value = ParseFiniteDouble(text);
   if (!value.ok())
-    return Status::Error(kOptionInvalid, "--grace='" + text + "' is not a number of seconds");
+    return Status::Error(kOptionInvalid, "--grace=" + QuoteValue(text) + " is not a number of seconds");
   if (*value < 0 || *value > kMaxGraceSeconds)
     return Status::Error(kOptionInvalid,
-                         "--grace='" + text + "' must be between 0 and " +
+                         "--grace=" + QuoteValue(text) + " must be between 0 and " +
                              std::to_string(static_cast<int64_t>(kMaxGraceSeconds)));
   return value;
 }
@@ -76,7 +77,7 @@ Result<RankFilter> ParseRankFilter(const std::string& text) {
   std::stringstream items(text);
   std::string item;
   auto invalid = [&](const std::string& why) {
-    return Status::Error(kOptionInvalid, "--show-ranks='" + text + "' " + why);
+    return Status::Error(kOptionInvalid, "--show-ranks=" + QuoteValue(text) + " " + why);
   };
   if (text.empty() || text.back() == ',') return invalid("is not a list like 0,2-3, all or none");
   while (std::getline(items, item, ',')) {

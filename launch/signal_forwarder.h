@@ -19,8 +19,8 @@
 
 namespace dmlp {
 
-/// Signals that stop the job: forwarded, then grace, then SIGKILL.
-inline constexpr int kTerminationSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/// Signals that stop the job: forwarded (SIGALRM as SIGTERM), then grace, then SIGKILL.
+inline constexpr int kTerminationSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM};
 /// Signals passed on to every rank and otherwise ignored.
 inline constexpr int kForwardOnlySignals[] = {SIGUSR1, SIGUSR2};
 
@@ -54,7 +54,7 @@ class SignalForwarder {
   struct sigaction old_sigpipe_ {};
 };
 
-/// True for SIGINT, SIGTERM, SIGHUP, SIGQUIT.
+/// True for SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM.
 bool IsTerminationSignal(int signal);
 
 }  // namespace dmlp

@@ -22,8 +22,8 @@
 namespace dmlp {
 namespace {
 
-constexpr int kSignalsToHandle[] = {SIGCHLD, SIGINT,  SIGTERM, SIGHUP,
-                                    SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP};
+constexpr int kSignalsToHandle[] = {SIGCHLD, SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
+                                    SIGALRM, SIGUSR1, SIGUSR2, SIGTSTP};
 // Bytes read from a rank's pipes right after it exits, before its verdict is printed.
 constexpr size_t kLastWordsBytes = size_t{1} << 20;
 
@@ -228,8 +228,13 @@ Status Supervisor::HandleSignals() {
       OnLauncherSignal(received);
     } else if (received.signal == SIGTSTP) {
       Suspend();
-    } else {  // SIGUSR1, SIGUSR2: passed on, nothing else
-      SignalRanks(received.signal, LiveGroups());
+    } else {  // SIGUSR1, SIGUSR2: passed on (dmlp-train logs them and goes on), nothing else
+      const std::vector<pid_t> groups = LiveGroups();
+      SignalRanks(received.signal, groups);
+      const std::string from =
+          received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
+      console_.Notice("received " + SignalName(received.signal) + from + "; passed on to " +
+                      std::to_string(groups.size()) + " rank process group(s)");
     }
   }
   if (reap) ReapChildren();
@@ -313,7 +318,9 @@ void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
     std::string from =
         received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
     console_.Notice("received " + name + from + "; send it again to kill at once");
-    BeginStop(received.signal);
+    // SIGALRM (a wrapper's alarm) asks the launcher to end; the ranks get the
+    // SIGTERM they clean up after, not an alarm they have no use for.
+    BeginStop(received.signal == SIGALRM ? SIGTERM : received.signal);
   } else if (phase_ == Phase::kStopping || phase_ == Phase::kRunning) {
     console_.Notice("received " + name + " again");
     killed_at_once_ = true;

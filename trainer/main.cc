@@ -12,6 +12,7 @@
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
+#include "trainer/user_signals.h"
 
 namespace {
 
@@ -29,6 +30,8 @@ int ExitCodeFor(const dmlp::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, before any thread exists: SIGUSR1/2 are logged, never fatal.
+  dmlp::BlockUserSignals();
   // A file-size limit must fail a write with EFBIG (reported, nothing half
   // written) rather than kill the rank with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -38,7 +41,18 @@ int main(int argc, char** argv) {
   std::string config_path;
   app.add_option("--config", config_path, "YAML file of lower-case keys; the environment overrides it");
   app.set_version_flag("--version", dmlp::VersionText("dmlp-train"));
-  CLI11_PARSE(app, argc, argv);
+  // CLI11_PARSE would exit with CLI11's own codes (109, 114, ...); usage is 2.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+    std::fprintf(stderr, "dmlp-train: error: USAGE: %s (see --help)\n", error.what());
+    return 2;
+  }
+  if (app.count("--config") > 0 && config_path.empty()) {
+    std::fprintf(stderr, "dmlp-train: error: CONFIG_INVALID: --config names no file\n");
+    return 2;
+  }
 
   dmlp::Environment env = dmlp::Environment::FromProcess();
   if (!config_path.empty()) {

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/float_repr.h"
+#include "common/quote.h"
 #include "trainer/job_identity.h"
 
 namespace dmlp {
@@ -44,7 +45,7 @@ Result<Enum> Choice(const Environment& env, const char* name, const char* fallba
     if (text == word) return value;
     allowed += (allowed.empty() ? "" : " or ") + std::string(word);
   }
-  return Invalid(std::string(name) + "='" + text + "' must be " + allowed);
+  return Invalid(std::string(name) + "=" + QuoteValue(text) + " must be " + allowed);
 }
 
 Status ReadModel(const Environment& env, Plan& plan) {
@@ -93,6 +94,32 @@ Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platfor
   }
   return Choice(env, "COLLECTIVES", "nccl",
                 {std::pair{"nccl", CollectivesKind::kNccl}, std::pair{"gloo", CollectivesKind::kGloo}});
+}
+
+// yaml-cpp's LoadFile reads the first document and drops the rest; a second
+// one (a stray "---" and more settings) must not be ignored silently.
+YAML::Node LoadOneDocument(const std::string& path) {
+  std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
+  if (documents.size() > 1)
+    throw YAML::ParserException(YAML::Mark::null_mark(),
+                                "holds " + std::to_string(documents.size()) +
+                                    " YAML documents (---); dmlp reads one");
+  return documents.empty() ? YAML::Node() : documents.front();
+}
+
+// A value is the text of a plain or quoted scalar. An explicit tag (`!!float 5`,
+// `!!binary ...`) asks for a type dmlp would not apply (it reads text; 5 would
+// be taken as an integer), and a control character (a quoted "\0" cut OUT_DIR
+// short where the C library reads it) is never part of a setting.
+Status CheckConfigValue(const std::string& path, const std::string& key, const YAML::Node& value) {
+  const std::string& tag = value.Tag();
+  if (tag != "?" && tag != "!")
+    return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' has the tag " + QuoteValue(tag) +
+                                               "; write the plain value");
+  if (HasControlCharacter(value.Scalar()))
+    return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' " + QuoteValue(value.Scalar()) +
+                                               " holds a control character");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -154,7 +181,7 @@ Result<Plan> ReadPlan(const Environment& env) {
 Result<Environment> LoadConfigFile(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = LoadOneDocument(path);
   } catch (const YAML::BadFile&) {
     return Status::Error("CONFIG_INVALID", path + ": cannot be read");
   } catch (const YAML::Exception& error) {
@@ -175,10 +202,11 @@ Result<Environment> LoadConfigFile(const std::string& path) {
     bool known = std::any_of(std::begin(kPlanNames), std::end(kPlanNames),
                              [&](const char* candidate) { return name == candidate; });
     if (!known || !lower_case)
-      return Status::Error("CONFIG_INVALID", path + ": unknown key '" + key + "'");
+      return Status::Error("CONFIG_INVALID", path + ": unknown key " + QuoteValue(key));
     if (config.Get(name)) return Status::Error("CONFIG_INVALID", path + ": duplicate key '" + key + "'");
     if (!entry.second.IsScalar())
       return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' must be a scalar");
+    DMLP_RETURN_IF_ERROR(CheckConfigValue(path, key, entry.second));
     config.Set(name, entry.second.Scalar());
   }
   return config;

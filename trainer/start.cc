@@ -140,6 +140,8 @@ Result<CheckpointChoice> DecodeDecision(const std::string& decision) {
 }  // namespace
 
 Status CheckBeforeRendezvous(const Plan& plan) {
+  // Every rank looks, so all fail alike rather than rank 0 alone at mkdir.
+  DMLP_RETURN_IF_ERROR(OutDir::CheckNoDanglingLink(plan.out_dir));
   if (plan.resume) return Status::Ok();  // rank 0 decides, under the lock
   return RunOutput::CheckAbsent(plan);
 }

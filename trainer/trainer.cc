@@ -26,6 +26,7 @@
 #include "trainer/shard_audit.h"
 #include "trainer/start.h"
 #include "trainer/test_faults.h"
+#include "trainer/user_signals.h"
 
 extern char** environ;
 
@@ -82,6 +83,7 @@ Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipel
   ProgressReporter progress(stderr, first_step, plan.steps);
   const bool report = plan.process_id == 0;
   for (int64_t step = first_step; step <= plan.steps; ++step) {
+    ReportUserSignals(stderr);  // SIGUSR1/2 (trainer/user_signals.h): logged, nothing else
     for (int64_t microbatch = 0; microbatch < plan.microbatches; ++microbatch) {
       DMLP_RETURN_IF_ERROR(backend.ComputePartials(step, microbatch));
       DMLP_RETURN_IF_ERROR(faults.corruption.BeforeReduction(backend, step, microbatch, plan.microbatches));

@@ -22,6 +22,7 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/start.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_faults.cc
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/user_signals.cc
 )
 target_link_libraries(dmlp_trainer_core PUBLIC
   dmlp_common dmlp_trainer_math dmlp_mlp_cpu dmlp_gemm_cpu dmlp_collectives_gloo

@@ -34,7 +34,10 @@ const std::vector<CheckInfo> kCatalog = {
     // Files of the run directory.
     {"file.not_regular", E, "a receipt, result or state file is a symlink, directory or device (never followed)"},
     {"file.too_large", E, "a receipt file (rank-N.jsonl, metrics.jsonl) is larger than result.json's steps allow (steps x 4097 bytes): refused from its size, never read"},
-    {"ranks.none", E, "no rank-N.jsonl file at all"},
+    {"ranks.none", E, "no receipts: no rank-N.jsonl file at all and no job holding dmlp.lock, or receipt files without a record beside a result.json"},
+    {"ranks.not_started", I, "no rank-N.jsonl file yet, while a job holds the run's dmlp.lock (it has not created its receipt files)"},
+    {"ranks.no_record", I, "the receipt files exist but hold no record yet, and there is no result.json (a job before its first step)"},
+    {"run.changing", I, "receipt files were created, renamed or removed while being read, in 10 passes in a row (a job starting or resuming): verify again"},
     {"ranks.missing_file", E, "rank-N.jsonl is missing for a rank in 0..P-1"},
     {"ranks.extra_file", E, "rank-N.jsonl exists for N >= P (result.json's processes)"},
     {"ranks.bad_file_name", E, "a rank-*.jsonl name that is not rank-<decimal without leading zeros>.jsonl"},
@@ -76,6 +79,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's (info when the runs are not comparable)"},
     {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's"},
     {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
+    {"against.same_run", W, "RUN_DIR and --against are the same directory (same device and inode): they match trivially, which proves nothing"},
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // dmlp-verify: parse -> Verify(options) -> exit code. See verify/README.md.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -48,6 +50,9 @@ int main(int argc, char** argv) {
   nlohmann::json document;
   if (report.ok()) {
     std::fputs(FormatHumanReport(*report).c_str(), human);
+    // A verdict nobody could read (ENOSPC, EIO on a redirected stdout) is trouble, not exit 0.
+    if (std::fflush(human) != 0)
+      return Fail(dmlp::Status::Error("IO_ERROR", std::string("write report: ") + std::strerror(errno)));
     document = ReportToJson(*report);
     exit_code = report->exit_code;
   } else {

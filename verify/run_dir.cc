@@ -8,11 +8,20 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/flock_holder.h"
+
 namespace dmlp::verify {
 namespace {
 
 Status IoError(const std::string& what, const std::string& path) {
   return Status::Error("IO_ERROR", what + " " + path + ": " + std::strerror(errno));
+}
+
+// The names whose creation, renaming or removal can change a verdict (a live
+// job's checkpoints come and go without changing one).
+bool IsWatchedName(const std::string& name) {
+  return name.starts_with("rank-") || name == "metrics.jsonl" || name == "result.json" ||
+         name == "result.json.tmp" || name == "dmlp.lock";
 }
 
 }  // namespace
@@ -94,6 +103,8 @@ Result<DirListing> RunDir::List() const {
   errno = 0;
   while (struct dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
+    if (IsWatchedName(name) && listing.entries.size() < 2 * kMaxRankFiles + 8)
+      listing.entries[name] = entry->d_ino;
     if (!name.starts_with("rank-") || !name.ends_with(".jsonl")) continue;
     if (name.ends_with(".env.jsonl")) {  // where a rank ran, not its receipts
       const int64_t env_rank = RankOfEnvFileName(name);
@@ -116,6 +127,13 @@ Result<DirListing> RunDir::List() const {
     return IoError("list", path_);
   }
   return listing;
+}
+
+std::string RunDir::LockHolderPid() const {
+  Result<RunFile> lock = OpenFile("dmlp.lock");
+  if (!lock.ok() || lock->kind != FileKind::kRegular) return "";
+  struct stat info {};
+  return ::fstat(lock->fd.get(), &info) == 0 ? FlockHolderPid(info.st_ino) : "";
 }
 
 int64_t RankOfFileName(const std::string& name) {

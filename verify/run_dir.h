@@ -53,6 +53,10 @@ struct DirListing {
   std::vector<std::string> bad_rank_names;    // "rank-*.jsonl" names that are not canonical
   size_t bad_rank_name_count = 0;
   std::map<int64_t, std::string> env_files;  // rank -> "rank-N.env.jsonl" (canonical, at most kMaxRankFiles)
+  // name -> inode of every entry a pass reads by name (rank-*, metrics.jsonl,
+  // result.json[.tmp], dmlp.lock): two listings with equal entries saw no
+  // create, rename or removal between them that could change the verdict.
+  std::map<std::string, uint64_t> entries;
 };
 
 class RunDir {
@@ -67,6 +71,9 @@ class RunDir {
   Result<RunFile> OpenFile(const std::string& name) const;
   /// Lists the directory's rank files (IO_ERROR on failure).
   Result<DirListing> List() const;
+  /// The pid of the job holding the run's dmlp.lock (trainer/output/output_lock.h),
+  /// or "" when no process here holds it (absent, stale, or held on another host).
+  std::string LockHolderPid() const;
   /// The descriptor, for /proc/self/fd access by readers that take a path.
   int fd() const { return fd_.get(); }
 

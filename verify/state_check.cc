@@ -19,6 +19,14 @@ std::string PathOfDescriptor(int fd, const std::string& fallback) {
   return ::access(path.c_str(), R_OK) == 0 ? path : fallback;
 }
 
+// The reader's messages name the path it was given; users know the file by its name.
+Status NamedAs(const Status& status, const std::string& opened, const std::string& display) {
+  std::string detail = status.detail();
+  for (size_t at = detail.find(opened); at != std::string::npos; at = detail.find(opened, at + display.size()))
+    detail.replace(at, opened.size(), display);
+  return Status::Error(status.code(), detail);
+}
+
 }  // namespace
 
 Result<StateCheck> CheckStateFile(const RunDir& dir, const ResultDoc& doc,
@@ -45,10 +53,12 @@ Result<StateCheck> CheckStateFile(const RunDir& dir, const ResultDoc& doc,
     sink.Add(Finding::Of("file.not_regular", display, "not a regular file (not followed)"));
     return StateCheck("invalid");
   }
-  Result<StateDigests> digests = DigestStateFile(PathOfDescriptor(file.fd.get(), display));
+  const std::string opened = PathOfDescriptor(file.fd.get(), display);
+  Result<StateDigests> digests = DigestStateFile(opened);
   if (!digests.ok()) {
-    if (digests.status().code() == "IO_ERROR") return digests.status();
-    sink.Add(Finding::Of("state.invalid", display, digests.status().ToString()));
+    const Status named = NamedAs(digests.status(), opened, display);
+    if (named.code() == "IO_ERROR") return named;
+    sink.Add(Finding::Of("state.invalid", display, named.ToString()));
     return StateCheck("invalid");
   }
   bool match = true;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "common/receipt_reader.h"
 
@@ -17,6 +18,9 @@
 
 namespace dmlp::verify {
 namespace {
+
+constexpr int kMaxPasses = 10;
+constexpr useconds_t kConfirmPauseMicros = 50000;
 
 // Reads at most `limit` + 1 bytes, enough to tell that a file is too large.
 Result<std::string> ReadBounded(int fd, size_t limit, const std::string& display) {
@@ -114,6 +118,8 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
     DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(name));
     if (file.kind == FileKind::kRegular) {
       if (!RefusedForSize(dir, name, file, doc, sink)) selected[rank] = name;
+    } else if (file.kind == FileKind::kAbsent) {  // listed, then renamed: VerifyRun reads again
+      sink.Add(Finding::Of("ranks.missing_file", dir.Display(name), "removed or renamed while being read"));
     } else
       sink.Add(Finding::Of("file.not_regular", dir.Display(name), "not a regular file (not followed)"));
   }
@@ -126,16 +132,42 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
 
 }  // namespace
 
-Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace) {
-  DMLP_ASSIGN_OR_RETURN(RunDir dir, RunDir::Open(path));
+namespace {
+
+// "No receipts" is a contradiction only for a run that is not under way: a job
+// holding dmlp.lock has not created its receipt files yet, and receipt files
+// that exist but hold no record belong to a job before its first step (or one
+// that ended there). With a result.json, which says the run finished, it is.
+void JudgeNoRecords(const RunDir& dir, bool any_rank_file, bool has_result, FindingSink& sink) {
+  if (any_rank_file && !has_result) {
+    sink.Add(Finding::Of("ranks.no_record", dir.path(), "the receipt files hold no record yet"));
+    return;
+  }
+  if (!any_rank_file) {
+    const std::string holder = dir.LockHolderPid();
+    if (!holder.empty()) {
+      sink.Add(Finding::Of("ranks.not_started", dir.path(),
+                           "no receipt file yet; the job holding dmlp.lock (pid " + holder +
+                               ") has not created them"));
+      return;
+    }
+  }
+  sink.Add(Finding::Of("ranks.none", dir.path(),
+                       any_rank_file ? "the receipt files hold no record" : "no receipt file to read"));
+}
+
+// One reading of the run directory, from `listing`.
+Result<RunReport> VerifyPass(const RunDir& dir, const DirListing& listing, FindingSink& sink, bool trace) {
   RunReport report;
-  report.dir = path;
+  report.dir = dir.path();
   const size_t incompletes_before = sink.incompletes();
-  DMLP_ASSIGN_OR_RETURN(DirListing listing, dir.List());
   DMLP_ASSIGN_OR_RETURN(std::optional<ResultDoc> doc, ReadResult(dir, report, sink));
   DMLP_ASSIGN_OR_RETURN(report.environments, ReadEnvironments(dir, listing, sink));
   DMLP_ASSIGN_OR_RETURN(auto rank_files, SelectRankFiles(dir, listing, doc, report, sink));
-  if (rank_files.empty()) sink.Add(Finding::Of("ranks.none", dir.path(), "no receipt file to read"));
+  if (listing.rank_files.empty())
+    JudgeNoRecords(dir, false, doc.has_value(), sink);
+  else if (rank_files.empty())  // every file is missing, irregular or too large: each said so
+    sink.Add(Finding::Of("ranks.none", dir.path(), "no receipt file to read"));
   DMLP_ASSIGN_OR_RETURN(RunFile metrics, dir.OpenFile("metrics.jsonl"));
   if (metrics.kind == FileKind::kAbsent && listing.rank_files.contains(0))
     sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
@@ -146,8 +178,7 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool tra
   auto run_trace = trace ? std::make_shared<RunTrace>() : nullptr;
   DMLP_ASSIGN_OR_RETURN(report.receipts, CheckReceiptSet(dir, rank_files, read_metrics, sink, run_trace.get()));
   report.trace = std::move(run_trace);
-  if (!rank_files.empty() && !report.receipts.LastRecord())
-    sink.Add(Finding::Of("ranks.none", dir.path(), "the receipt files hold no record"));
+  if (!rank_files.empty() && !report.receipts.LastRecord()) JudgeNoRecords(dir, true, doc.has_value(), sink);
   if (doc) {
     report.settings = doc->settings;
     CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
@@ -158,7 +189,58 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool tra
   return report;
 }
 
+}  // namespace
+
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace,
+                            const std::function<void(int)>& after_listing) {
+  DMLP_ASSIGN_OR_RETURN(RunDir dir, RunDir::Open(path));
+  // A live job renames receipt files under us (RESUME=1 moves them into
+  // superseded/<n>, a start creates them): a pass whose listing changed while
+  // it read is thrown away and done again, so a rename is never judged as a
+  // missing or irregular file. The rename runs take microseconds; ten passes
+  // in a row that all see one means the directory keeps changing: INCOMPLETE,
+  // with none of the last pass's findings, which may be the renames themselves.
+  const FindingSink before_passes = sink;
+  bool confirming = false;
+  for (int pass = 1;; ++pass) {
+    DMLP_ASSIGN_OR_RETURN(DirListing listing, dir.List());
+    if (after_listing) after_listing(pass);
+    // A file renamed between the listing and its opening can also fail the
+    // pass (NOT_FOUND): judged like a finding, by whether the listing held.
+    Result<RunReport> report = VerifyPass(dir, listing, sink, trace);
+    DMLP_ASSIGN_OR_RETURN(DirListing again, dir.List());
+    const bool settled = again.entries == listing.entries;
+    // An error in a live run (dmlp.lock held) may be a move caught halfway by
+    // a pass that fit between two renames: it must be seen again after a pause.
+    if (settled && !confirming && sink.errors() > before_passes.errors() &&
+        !dir.LockHolderPid().empty()) {
+      confirming = true;
+      sink = before_passes;
+      ::usleep(kConfirmPauseMicros);
+      continue;
+    }
+    if (settled || (pass >= kMaxPasses && !report.ok())) return report;
+    if (pass >= kMaxPasses) {  // what this pass found may be the renames themselves: not kept
+      sink = before_passes;
+      sink.Add(Finding::Of("run.changing", dir.path(),
+                           "receipt files were created, renamed or removed while being read, in " +
+                               std::to_string(kMaxPasses) + " passes in a row; verify again"));
+      report->finished = false;
+      return report;
+    }
+    sink = before_passes;
+    ::usleep(static_cast<useconds_t>(pass) * 10000);  // 10 ms, 20 ms, ...: let the renames finish
+  }
+}
+
 namespace {
+
+// Compared by device and inode, so that "run", "./run" and a link to it are one.
+bool SameDirectory(const std::string& left, const std::string& right) {
+  struct stat a {}, b {};
+  return ::stat(left.c_str(), &a) == 0 && ::stat(right.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
 
 // --against GOLDEN: must the runs match (comparability.h), then do they (compare.h).
 Status JudgeAgainst(const VerifyOptions& options, Report& report) {
@@ -202,9 +284,14 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
 Result<Report> Verify(const VerifyOptions& options) {
   Report report;
   report.options = options;
-  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings, options.trace));
+  DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings, options.trace,
+                                               options.after_listing));
   report.first_divergence = report.run.receipts.divergence;
   if (options.against) {
+    if (SameDirectory(options.run_dir, *options.against))
+      report.findings.Add(Finding::Of("against.same_run", options.run_dir,
+                                      "RUN_DIR and --against " + *options.against +
+                                          " are the same directory: they match trivially"));
     DMLP_ASSIGN_OR_RETURN(report.against, VerifyRun(*options.against, report.findings, options.trace));
     if (!report.first_divergence) report.first_divergence = report.against->receipts.divergence;
     DMLP_RETURN_IF_ERROR(JudgeAgainst(options, report));

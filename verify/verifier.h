@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,9 @@ struct VerifyOptions {
   bool allow_incomplete = false;       // incomplete exits 0 instead of 3
   bool require_comparable = false;     // --require-comparable: runs that need not match fail
   bool trace = false;                  // keep a RunTrace per run (for --html)
+  // Tests only: called with the pass number after each listing of RUN_DIR, to
+  // change the directory in the middle of a pass as a live job does.
+  std::function<void(int)> after_listing;
 };
 
 /// What was found in one run directory.
@@ -72,8 +76,10 @@ struct Report {
 
 /// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR.
 Result<Report> Verify(const VerifyOptions& options);
-/// Verifies one run directory, adding its findings to `sink` (and keeping a trace when `trace`).
-Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace = false);
+/// Verifies one run directory, adding its findings to `sink` (and keeping a trace when `trace`);
+/// read again while its receipt files are renamed under it (`after_listing`: VerifyOptions).
+Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool trace = false,
+                            const std::function<void(int)>& after_listing = {});
 /// "PASS", "INCOMPLETE" or "FAIL".
 const char* VerdictName(Verdict verdict);
 

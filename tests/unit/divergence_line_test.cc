@@ -69,6 +69,25 @@ TEST(DivergenceLine, SeveralRanksAndALabelWithoutHost) {
             "rank 1: host launcher-host (NVIDIA H200 PCI 0000:01:00.0); rank 2: host h9");
 }
 
+// A rank's line may be 1 MiB; the summary keeps a host name, a device and 16 labels.
+TEST(DivergenceLine, LongLabelsAreBounded) {
+  const std::string host(1 << 20, 'h'), device(1 << 20, 'd');
+  std::optional<Divergence> parsed = ParseDivergenceLine(
+      "dmlp-train: error: RANK_DIVERGED: step=7 rank(s)=1 device(s)=rank 1: host " + host + " " + device,
+      "here");
+  ASSERT_TRUE(parsed.has_value());
+  ASSERT_EQ(parsed->devices.size(), 1u);
+  EXPECT_EQ(parsed->devices[0].host, std::string(255, 'h') + "...");
+  EXPECT_EQ(parsed->devices[0].device, std::string(256, 'd') + "...");
+  EXPECT_LT(DescribeDevices(*parsed).size(), 600u);
+  std::string many = "dmlp-train: error: RANK_DIVERGED: step=7 rank(s)=1 device(s)=rank 0: host a x";
+  for (int rank = 1; rank < 20; ++rank) many += "; rank " + std::to_string(rank) + ": host a x";
+  parsed = ParseDivergenceLine(many, "here");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->devices.size(), 16u);
+  EXPECT_TRUE(DescribeDevices(*parsed).ends_with("; rank 15: host a (x); 4 more")) << DescribeDevices(*parsed);
+}
+
 TEST(DivergenceLine, OtherLinesAreNotDivergences) {
   for (const char* line : {"", "dmlp-train: error: REPLAY_DIVERGED: step=7",
                            "RANK_DIVERGED without a colon", "step=7 rank(s)=1"}) {

@@ -37,6 +37,20 @@ TEST(EnvTest, IntegersAreStrict) {
   EXPECT_EQ(*RequireInteger(Env({{"S", "9223372036854775807"}}), "S", 0, INT64_MAX), INT64_MAX);
 }
 
+// Issue 30: values reached messages raw (a newline forged a line, ESC drove
+// the terminal) and a control character reached the C library in a path.
+TEST(EnvTest, ControlCharactersAreRefusedAndQuotedAsJsonDoes) {
+  EXPECT_EQ(RequireString(Env({{"OUT_DIR", "/x/a\nb"}}), "OUT_DIR").status().ToString(),
+            "ENV_INVALID: OUT_DIR='/x/a\\nb' holds a control character");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "1\x1b[2J"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='1\\u001b[2J' holds a control character");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "1\"\\x"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='1\\\"\\\\x' is not an integer");
+  EXPECT_EQ(RequireInteger(Env({{"STEPS", "\xc3\xa9"}}), "STEPS", 1).status().ToString(),
+            "ENV_INVALID: STEPS='\\u00e9' is not an integer");
+  EXPECT_EQ(*RequireString(Env({{"OUT_DIR", "/x/plain dir"}}), "OUT_DIR"), "/x/plain dir");
+}
+
 TEST(EnvTest, NegativeIntegersOnlyWhereAllowed) {
   EXPECT_EQ(*ParseInteger("-9223372036854775808", INT64_MIN, INT64_MAX), INT64_MIN);
   EXPECT_EQ(*ParseInteger("-5", -10, 10), -5);

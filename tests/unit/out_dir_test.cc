@@ -29,6 +29,25 @@ class OutDirTest : public ::testing::Test {
   fs::path root_, outside_;
 };
 
+// Issue 30 item 15: mkdir -p of a dangling link said only "File exists".
+TEST_F(OutDirTest, ADanglingLinkIsNamedWithItsMissingTarget) {
+  fs::create_symlink(root_ / "gone", root_ / "run");
+  const std::string run = (root_ / "run").string();
+  const std::string expected = "OUTPUT_DANGLING_LINK: OUT_DIR " + run + " is a symbolic link to '" +
+                               (root_ / "gone").string() +
+                               "', which does not exist (create it, or point the link elsewhere)";
+  EXPECT_EQ(OutDir::Create(run).status().ToString(), expected);
+  EXPECT_EQ(OutDir::CheckNoDanglingLink(run).ToString(), expected);
+  EXPECT_EQ(OutDir::CheckNoDanglingLink(run + "/sub/dir").ToString(),
+            "OUTPUT_DANGLING_LINK: OUT_DIR " + run + "/sub/dir: " + run + " is a symbolic link to '" +
+                (root_ / "gone").string() + "', which does not exist (create it, or point the link elsewhere)");
+  EXPECT_FALSE(fs::exists(root_ / "gone"));  // nothing created
+  fs::create_directory(root_ / "gone");       // the link resolves now
+  EXPECT_TRUE(OutDir::CheckNoDanglingLink(run + "/sub").ok());
+  EXPECT_TRUE(OutDir::Create(run + "/sub").ok());
+  EXPECT_TRUE(OutDir::CheckNoDanglingLink((root_ / "absent" / "deeper").string()).ok());
+}
+
 TEST_F(OutDirTest, CreateFileNeverFollowsALink) {
   OutDir out = std::move(OutDir::Create((root_ / "run").string()).value());
   fs::create_symlink(outside_, root_ / "run" / "rank-0.jsonl");

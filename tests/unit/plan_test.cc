@@ -258,6 +258,39 @@ TEST_F(ConfigFileTest, BadFilesAreConfigInvalid) {
             "CONFIG_INVALID: /nonexistent/dmlp.yaml: cannot be read");
 }
 
+// Issue 30 item 12: "\0" cut OUT_DIR short where the C library read it.
+TEST_F(ConfigFileTest, ControlCharactersInAValueAreRefused) {
+  const std::string nul = Write("out_dir: \"/x/nulA\\0/evil\"\n");
+  EXPECT_EQ(LoadConfigFile(nul).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": value of 'out_dir' '/x/nulA\\u0000/evil' holds a control character");
+  EXPECT_EQ(LoadConfigFile(Write("coordinator_address: \"h\\e[31m\"\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile(Write("out_dir: \"a\\nb\"\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_TRUE(LoadConfigFile(Write("out_dir: \"/x/plain dir\"\n")).ok());
+}
+
+TEST_F(ConfigFileTest, ExplicitTagsAreRefused) {
+  const std::string tagged = Write("steps: !!float 5\n");
+  EXPECT_EQ(LoadConfigFile(tagged).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": value of 'steps' has the tag 'tag:yaml.org,2002:float'; "
+            "write the plain value");
+  EXPECT_EQ(LoadConfigFile(Write("steps: !!str 5\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_TRUE(LoadConfigFile(Write("steps: 5\nplatform: \"cpu\"\nreduction: 'ordered'\n")).ok());
+}
+
+TEST_F(ConfigFileTest, ASecondDocumentIsRefused) {
+  const std::string two = Write("steps: 5\n---\nseed: 1\n");
+  EXPECT_EQ(LoadConfigFile(two).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": holds 2 YAML documents (---); dmlp reads one");
+  EXPECT_TRUE(LoadConfigFile(Write("---\nsteps: 5\n...\n")).ok());  // one document, marked
+  EXPECT_TRUE(LoadConfigFile(Write("")).ok());
+}
+
+TEST_F(ConfigFileTest, UnknownKeysAreQuoted) {
+  const std::string escaped = Write("\"st\\eps\": 1\n");
+  EXPECT_EQ(LoadConfigFile(escaped).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": unknown key 'st\\u001bps'");
+}
+
 TEST_F(ConfigFileTest, AnInvalidValueFromTheFileIsReportedByName) {
   Result<Environment> file = LoadConfigFile(Write("steps: zero\n"));
   ASSERT_TRUE(file.ok());

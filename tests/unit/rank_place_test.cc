@@ -191,5 +191,12 @@ TEST(RankPlaceTest, DetectionNamesTheEngineForOtherUses) {
   EXPECT_EQ(DetectPlaceSource(Environment(With(kSlurm, {{"PROCESS_ID", "0"}}))), PlaceSource::kDmlp);
 }
 
+TEST(RankPlaceTest, HostPortBracketsIpv6) {
+  EXPECT_EQ(FormatHostPort("127.0.0.1", 31011), "127.0.0.1:31011");
+  EXPECT_EQ(FormatHostPort("node-1", 12355), "node-1:12355");
+  EXPECT_EQ(FormatHostPort("::1", 31011), "[::1]:31011");
+  EXPECT_EQ(FormatHostPort("fe80::1%eth0", 1), "[fe80::1%eth0]:1");
+}
+
 }  // namespace
 }  // namespace dmlp

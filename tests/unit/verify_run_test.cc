@@ -2,14 +2,19 @@
 // directories (FIFOs, symlinks, directories where files should be).
 #include "verify/verifier.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "tests/unit/verify_test_util.h"
 
@@ -128,6 +133,169 @@ TEST(VerifyRunTest, UnreadableDirectoryIsTrouble) {
   Report empty = MustVerify(dir.path());
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_TRUE(Ids(empty).contains("ranks.none"));
+}
+
+// Holds an exclusive flock on DIR/dmlp.lock, as a running job's rank 0 does.
+class HeldLock {
+ public:
+  explicit HeldLock(const TempDir& dir) : fd_(::open(dir.File("dmlp.lock").c_str(), O_RDWR | O_CREAT, 0644)) {
+    EXPECT_EQ(::flock(fd_, LOCK_EX | LOCK_NB), 0);
+  }
+  ~HeldLock() { ::close(fd_); }
+
+ private:
+  int fd_;
+};
+
+// What MoveReceiptsAside does to one file of a resumed run (trainer/output/replay.h).
+void MoveToSuperseded(const TempDir& dir, const std::string& name) {
+  std::filesystem::create_directories(dir.File("superseded/1"));
+  std::filesystem::rename(dir.File(name), dir.File("superseded/1/" + name));
+}
+
+// Issue 30 item 4: a healthy job polled before its first receipt was FAIL.
+TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
+  TempDir dir;
+  {
+    HeldLock lock(dir);  // the job holds OUT_DIR's lock, no receipt file yet
+    Report starting = MustVerify(dir.path());
+    EXPECT_EQ(starting.exit_code, 3);
+    EXPECT_EQ(Ids(starting), (std::set<std::string>{"ranks.not_started", "result.missing"}));
+    for (const Finding& finding : starting.findings.kept()) {
+      if (finding.id != "ranks.not_started") continue;
+      EXPECT_EQ(finding.message, "no receipt file yet; the job holding dmlp.lock (pid " +
+                                     std::to_string(::getpid()) + ") has not created them");
+    }
+    for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"}) dir.Write(name, "");
+    Report created = MustVerify(dir.path());  // files created, no step done
+    EXPECT_EQ(created.exit_code, 3);
+    EXPECT_EQ(Ids(created), (std::set<std::string>{"ranks.no_record", "result.missing"}));
+  }
+  // The job is gone: empty receipt files are still a job that stopped before step 1.
+  EXPECT_EQ(MustVerify(dir.path()).exit_code, 3);
+  // No receipt file and a stale lock file nobody holds: no receipts at all.
+  for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"})
+    std::filesystem::remove(dir.File(name));
+  Report dead = MustVerify(dir.path());
+  EXPECT_EQ(dead.exit_code, 1);
+  EXPECT_TRUE(Ids(dead).contains("ranks.none"));
+}
+
+TEST(VerifyRunTest, EmptyReceiptsBesideAResultAreStillFail) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3);
+  for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"}) dir.Write(name, "");
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_TRUE(Ids(report).contains("ranks.none"));
+}
+
+// Issue 30 item 5: RESUME=1 renames the receipts into superseded/<n> while a
+// verifier reads; the listing it made is then wrong. Here the move happens in
+// two halves, each right after a listing, as a real resume's may.
+TEST(VerifyRunTest, ReceiptsRenamedMidReadAreReadAgainNotFail) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
+  HeldLock lock(dir);
+  auto move_aside = [&](const char* name) { MoveToSuperseded(dir, name); };
+  std::vector<int> passes;
+  VerifyOptions options{dir.path()};
+  options.after_listing = [&](int pass) {
+    passes.push_back(pass);
+    if (pass == 1) {
+      move_aside("metrics.jsonl");
+      move_aside("rank-0.jsonl");
+    }
+    if (pass == 2) move_aside("rank-1.jsonl");
+  };
+  Result<Report> report = Verify(options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(passes, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(report->exit_code, 3);
+  EXPECT_EQ(Ids(*report), (std::set<std::string>{"ranks.not_started", "result.missing"}));
+}
+
+// A pass can fit between two renames of one move and see the same listing
+// before and after: in a live run an error is only kept when seen again.
+TEST(VerifyRunTest, AnErrorInALiveRunIsConfirmedAfterAPause) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
+  HeldLock lock(dir);
+  auto move_aside = [&](const char* name) { MoveToSuperseded(dir, name); };
+  move_aside("metrics.jsonl");  // the move is halfway when the verifier starts
+  VerifyOptions options{dir.path()};
+  std::vector<int> passes;
+  bool moving = true;
+  options.after_listing = [&](int pass) {
+    passes.push_back(pass);
+    if (pass == 2 && moving) {
+      move_aside("rank-0.jsonl");
+      move_aside("rank-1.jsonl");
+    }
+  };
+  Result<Report> moved = Verify(options);
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(passes, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(moved->exit_code, 3);
+  EXPECT_EQ(Ids(*moved), (std::set<std::string>{"ranks.not_started", "result.missing"}));
+  // An error that stays is an error, live or not.
+  moving = false;
+  testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
+  std::filesystem::remove(dir.File("rank-0.jsonl"));
+  passes.clear();
+  Result<Report> broken = Verify(options);
+  ASSERT_TRUE(broken.ok());
+  EXPECT_EQ(passes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(broken->exit_code, 1);
+  EXPECT_TRUE(Ids(*broken).contains("ranks.missing_file"));
+}
+
+TEST(VerifyRunTest, ADirectoryThatNeverSettlesIsIncomplete) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
+  VerifyOptions options{dir.path()};
+  int renames = 0;
+  options.after_listing = [&](int pass) {  // renames after every listing, forever
+    if (pass % 2 == 1) std::filesystem::rename(dir.File("rank-1.jsonl"), dir.File("rank-1.jsonl.x"));
+    if (pass % 2 == 0) std::filesystem::rename(dir.File("rank-1.jsonl.x"), dir.File("rank-1.jsonl"));
+    ++renames;
+  };
+  Result<Report> report = Verify(options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(renames, 10);
+  EXPECT_EQ(report->exit_code, 3);  // not ranks.missing_file, which odd passes saw
+  EXPECT_EQ(Ids(*report), (std::set<std::string>{"run.changing"}));
+}
+
+TEST(VerifyRunTest, AgainstItselfIsNoted) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3);
+  Report report = MustVerify(dir.path(), dir.path() + "/.");
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_TRUE(Ids(report).contains("against.same_run"));
+  TempDir other;
+  testing::WriteReferenceRun(other, 2, 3);
+  EXPECT_FALSE(Ids(MustVerify(dir.path(), other.path())).contains("against.same_run"));
+}
+
+// The reader opens the state file as /proc/self/fd/N; the finding names the file.
+TEST(VerifyRunTest, StateInvalidNamesTheFileNotTheDescriptor) {
+  const std::string fixture = std::string(DMLP_SOURCE_DIR) + "/tests/fixtures/state-invalid";
+  Report report = MustVerify(fixture);
+  ASSERT_TRUE(Ids(report).contains("state.invalid"));
+  for (const Finding& finding : report.findings.kept()) {
+    if (finding.id != "state.invalid") continue;
+    EXPECT_EQ(finding.message, "STATE_FILE_INVALID: " + fixture + "/state.safetensors: header length out of range");
+  }
+}
+
+// A report that could not be written is trouble (2), not the verdict's exit code.
+TEST(VerifyRunTest, AHumanReportThatCannotBeWrittenIsExitTwo) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 2, 3);
+  const std::string command = std::string(DMLP_VERIFY_BINARY) + " " + dir.path();
+  EXPECT_EQ(WEXITSTATUS(std::system((command + " >/dev/null").c_str())), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((command + " >/dev/full 2>/dev/null").c_str())), 2);
 }
 
 TEST(VerifyRunTest, NeverFollowsOrBlocksOnSpecialFiles) {

@@ -7,34 +7,18 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
+
+#include "common/flock_holder.h"
 
 namespace dmlp {
 namespace {
 
-/// The pid holding a flock on the file open as `fd`, from /proc/locks
-/// ("1: FLOCK  ADVISORY  WRITE <pid> <maj>:<min>:<inode> 0 EOF"), or "" when
-/// it is not visible here (a holder on another host of a shared file system).
-/// Read from the kernel rather than written into the file, so that taking the
-/// lock never changes a byte in OUT_DIR.
+/// The pid holding a flock on the file open as `fd`, or "" (common/flock_holder.h).
 std::string HolderPid(int fd) {
   struct stat held {};
-  if (::fstat(fd, &held) != 0) return "";
-  const std::string inode = ":" + std::to_string(held.st_ino);
-  std::ifstream locks("/proc/locks");
-  std::string line;
-  while (std::getline(locks, line)) {
-    std::istringstream fields(line);
-    std::string number, kind, mode, access, pid, device;
-    if (!(fields >> number >> kind >> mode >> access >> pid >> device)) continue;
-    if (kind == "FLOCK" && device.size() > inode.size() &&
-        device.compare(device.size() - inode.size(), inode.size(), inode) == 0)
-      return pid;
-  }
-  return "";
+  return ::fstat(fd, &held) == 0 ? FlockHolderPid(held.st_ino) : "";
 }
 
 /// True when `name` in `directory_fd` is still the file open as `fd`.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/rank_place.h"
 #include "trainer/rendezvous/rendezvous_server.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
 
@@ -91,7 +92,7 @@ std::chrono::milliseconds Rendezvous::heartbeat_timeout() const {
   return std::chrono::seconds(options_.heartbeat_timeout_seconds);
 }
 
-std::string Rendezvous::Where() const { return options_.address + ":" + std::to_string(options_.port); }
+std::string Rendezvous::Where() const { return FormatHostPort(options_.address, options_.port); }
 
 Result<std::unique_ptr<Rendezvous>> Rendezvous::Join(const RendezvousOptions& options) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size ||

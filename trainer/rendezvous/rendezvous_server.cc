@@ -10,11 +10,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/rank_place.h"
+
 namespace dmlp {
 
 Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::string& address, int port,
                                                                   Config config) {
-  const std::string where = address + ":" + std::to_string(port);
+  const std::string where = FormatHostPort(address, port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

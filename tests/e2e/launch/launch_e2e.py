@@ -366,7 +366,7 @@ def background_child_of_successful_rank_is_stopped(tmp):
           "leftovers are reported", run)
 
 
-def launcher_signal(tmp, sig, expected_rc):
+def launcher_signal(tmp, sig, expected_rc, forwarded=None):
     # A shell's background child ignores SIGINT (POSIX), so with SIGINT the
     # groups only empty at the SIGKILL after --grace.
     env = stand_in_env(tmp, 2, STAND_IN_BACKGROUND=1)
@@ -376,14 +376,15 @@ def launcher_signal(tmp, sig, expected_rc):
     launcher.send(sig)
     run = launcher.finish()
     name = signal.Signals(sig).name
+    sent = signal.Signals(forwarded or sig).name
     check(run.rc == expected_rc, "exit code 128+%s" % name, run)
     check("dmlp-launch: received %s from pid %d; send it again to kill at once" % (name, os.getpid())
           in run.err_lines(), "the signal and its sender are reported", run)
     check(any(l.startswith("dmlp-launch: stopped by %s" % name) for l in run.err_lines()), "summary", run)
     check(not any("RANK_EXIT_NONZERO" in l for l in run.err_lines()), "no rank is blamed", run)
     for r, proc in ranks.items():
-        want = "dmlp-launch:   rank %d (pid %d): torn down by %s (killed by signal %s)" % (r, proc.pid, name, name)
-        check(any(l.startswith(want) for l in run.err_lines()), "rank %d got the forwarded %s" % (r, name), run)
+        want = "dmlp-launch:   rank %d (pid %d): torn down by %s (killed by signal %s)" % (r, proc.pid, sent, sent)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d got the forwarded %s" % (r, sent), run)
     assert_all_dead(list(ranks.values()) + list(children.values()))
 
 
@@ -400,6 +401,13 @@ def launcher_sigint(tmp):
 @case
 def launcher_sighup(tmp):
     launcher_signal(tmp, signal.SIGHUP, 129)
+
+
+@case
+def launcher_sigalrm(tmp):
+    # Issue 30: SIGALRM killed the launcher with no teardown. It ends the job
+    # as SIGTERM does; the ranks get SIGTERM, which they clean up after.
+    launcher_signal(tmp, signal.SIGALRM, 142, forwarded=signal.SIGTERM)
 
 
 @case
@@ -446,6 +454,8 @@ def sigusr_is_forwarded_only(tmp):
     run = launcher.finish()
     check(run.rc == 0, "SIGUSR1 reached both ranks, which then exited 0", run)
     check(sorted(run.out.splitlines()) == ["[rank 0] got USR1", "[rank 1] got USR1"], "both got it", run)
+    check("dmlp-launch: received SIGUSR1 from pid %d; passed on to 2 rank process group(s)" % os.getpid()
+          in run.err_lines(), "the launcher says it passed SIGUSR1 on", run)
 
 
 @case
