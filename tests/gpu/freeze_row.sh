@@ -19,7 +19,7 @@
 #
 # Usage: freeze_row.sh BIN_DIR CRIU_DIR WORK_DIR NAME RANKS PLATFORM [VAR=VALUE...]
 #   BIN_DIR   dmlp-launch, dmlp-train, dmlp-verify (and cuda_freeze for cuda)
-#   CRIU_DIR  the kit's criu/ (tools/criu.sh --bundle): criu, DUMP_FLAGS, RESTORE_FLAGS
+#   CRIU_DIR  the kit's criu/ (tools/criu.sh --bundle): criu, dmlp-dump-flags, dmlp-restore-flags
 #   VAR=VALUE the job's settings over the defaults below
 # Environment: FREEZE_ROW_TIMEOUT (s, default 120) bounds each job and each
 # CRIU call; FREEZE_ROW_PORT (default: a free port from python3, else 29700).
@@ -52,10 +52,10 @@ finish() {  # finish STATUS DETAIL: the row's line; a job still running is ended
 quote() { tail -n "${2:-2}" "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ *$//' | cut -c1-300; }
 
 [ -x "$criu" ] || finish SKIP "no CRIU in the kit ($criu_dir/criu: make_kit.sh bundles it with tools/criu.sh --bundle)"
-read -r -a dump_flags <"$criu_dir/DUMP_FLAGS" 2>/dev/null ||
-  dump_flags=(--tcp-established --file-locks --network-lock skip --shell-job)
-read -r -a restore_flags <"$criu_dir/RESTORE_FLAGS" 2>/dev/null ||
-  restore_flags=(--tcp-established --file-locks --network-lock skip --shell-job --restore-detached)
+read -r -a dump_flags <"$criu_dir/dmlp-dump-flags" 2>/dev/null ||
+  finish SKIP "no $criu_dir/dmlp-dump-flags (tools/criu.sh --bundle writes it)"
+read -r -a restore_flags <"$criu_dir/dmlp-restore-flags" 2>/dev/null ||
+  finish SKIP "no $criu_dir/dmlp-restore-flags (tools/criu.sh --bundle writes it)"
 if ! timeout -k 5 60 "$criu" check >"$dir/criu-check.log" 2>&1; then
   finish SKIP "criu check refuses: $(quote "$dir/criu-check.log" 3)"
 fi
@@ -154,4 +154,4 @@ restores="$(grep -oE 'rank [0-9]+: .*restored after step [0-9]+' "$dir/verify.lo
             sed -E 's/^(rank [0-9]+): .*(restored after step [0-9]+).*/\1 \2/' | sort -u)"
 [ "$(grep -c . <<<"$restores")" -eq "$ranks" ] ||
   finish FAIL "dmlp-verify names a restore for $(grep -c . <<<"$restores") of $ranks ranks: $(grep -m3 'rank ' "$dir/verify.log" | tr '\n' ' ')"
-finish PASS "$ranks rank(s), $platform: frozen at step $step_at_dump, dump ${dump_seconds} s (${images_mb} MB), down ${down} s (heartbeat ${heartbeat} s), restore ${restore_seconds} s; dmlp-verify PASS, byte-identical to the uninterrupted run; $(tr '\n' ';' <<<"$restores" | sed 's/;$//; s/;/; /g')"
+finish PASS "$ranks rank(s), $platform: dump begun after step $step_at_dump, dump ${dump_seconds} s (${images_mb} MB), down ${down} s (heartbeat ${heartbeat} s), restore ${restore_seconds} s; dmlp-verify PASS, byte-identical to the uninterrupted run; $(tr '\n' ';' <<<"$restores" | sed 's/;$//; s/;/; /g')"

@@ -18,8 +18,9 @@
 #     reference/        the reference JAX job (../shared/reference)
 #     tests/gpu/, bench/reference/   the check script and what it starts
 #     criu/             CRIU 4.2 with its own loader and libraries (tools/criu.sh
-#                       --bundle) and dmlp's DUMP_FLAGS / RESTORE_FLAGS, for the
-#                       freeze row; absent (the row SKIPs) without tools/criu.sh
+#                       --bundle) and dmlp's flags (dmlp-dump-flags,
+#                       dmlp-restore-flags), for the freeze row; absent (the
+#                       row SKIPs) without tools/criu.sh
 #     KIT.txt           commit, toolkit, compiler, NCCL header, sizes, file digests
 # Environment (optional):
 #   CUDACXX            nvcc (default: on PATH, else /usr/local/cuda/bin/nvcc)
@@ -114,22 +115,23 @@ install -m 644 "$script_dir/compare_losses.py" "$script_dir/fidelity_jax.py" "$k
 criu_note="none ($criu_helper not found: the freeze row will SKIP)"
 if [ -x "$criu_helper" ]; then
   "$criu_helper" --bundle "$kit/criu" >&2 || die "$criu_helper --bundle $kit/criu failed"
-  # The helper copies every library of criu's packages (26 MB); the kit keeps
-  # what criu loads (the loader's own list) and libgcc_s (glibc dlopens it).
+  # The helper copies every library of criu's packages (26 MB, version links
+  # kept); the kit keeps what criu loads (the loader's own list) and
+  # libgcc_s (glibc dlopens it), as plain files: a carry may drop links.
   criu_root="$kit/criu/criu-root"
   needed="$("$criu_root/lib/ld-linux-x86-64.so.2" --library-path "$criu_root/lib" --list \
              "$criu_root/bin/criu" | sed -n 's|.*=> .*/criu-root/lib/\([^ ]*\) .*|\1|p' | tr '\n' ' ')"
   [ -n "$needed" ] || die "the bundled criu's loader lists no libraries"
-  for library in "$criu_root"/lib/*; do
-    case " $needed ld-linux-x86-64.so.2 libgcc_s.so.1 " in
-      *" ${library##*/} "*) ;;
-      *) rm -f "$library" ;;
-    esac
+  mkdir "$criu_root/lib.kept"
+  for library in $needed ld-linux-x86-64.so.2 libgcc_s.so.1; do
+    [ -e "$criu_root/lib/$library" ] && cp -L "$criu_root/lib/$library" "$criu_root/lib.kept/$library"
   done
+  rm -rf "$criu_root/lib"
+  mv "$criu_root/lib.kept" "$criu_root/lib"
   "$kit/criu/criu" --version >/dev/null || die "the bundled criu does not run with the libraries kept"
-  "$criu_helper" --dmlp-dump-flags >"$kit/criu/DUMP_FLAGS"
-  "$criu_helper" --dmlp-restore-flags >"$kit/criu/RESTORE_FLAGS"
-  criu_note="$("$kit/criu/criu" --version | tr '\n' ' ' | sed 's/ *$//'); dump flags: $(cat "$kit/criu/DUMP_FLAGS")"
+  [ -s "$kit/criu/dmlp-dump-flags" ] && [ -s "$kit/criu/dmlp-restore-flags" ] ||
+    die "$criu_helper --bundle wrote no dmlp-dump-flags / dmlp-restore-flags"
+  criu_note="$("$kit/criu/criu" --version | tr '\n' ' ' | sed 's/ *$//'); dump flags: $(cat "$kit/criu/dmlp-dump-flags")"
 fi
 install -m 755 "$repo/bench/reference/run_reference.sh" "$kit/bench/reference/"
 

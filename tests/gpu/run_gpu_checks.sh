@@ -445,9 +445,7 @@ if [ -n "$kit" ]; then
 else
   criu_dir="${DMLP_CRIU_DIR:-$work/criu}"
   if [ ! -x "$criu_dir/criu" ] && [ -x "$repo/tools/criu.sh" ]; then
-    "$repo/tools/criu.sh" --bundle "$criu_dir" >&2 &&
-      "$repo/tools/criu.sh" --dmlp-dump-flags >"$criu_dir/DUMP_FLAGS" &&
-      "$repo/tools/criu.sh" --dmlp-restore-flags >"$criu_dir/RESTORE_FLAGS"
+    "$repo/tools/criu.sh" --bundle "$criu_dir" >&2
   fi
 fi
 for freeze_job in "1 rank:1" "2 ranks gloo:2 COLLECTIVES=gloo DATA_SHARDS=2"; do
