@@ -80,8 +80,16 @@ env "${job_env[@]}" OUT_DIR="$dir/straight" timeout -k 5 "$limit" "$bin/dmlp-lau
 # Its own session, files for its output (CRIU restores files, not a pipe to
 # this script), no `timeout` above it (the dump starts at the launcher): the
 # waits below are bounded instead.
-env "${job_env[@]}" OUT_DIR="$dir/frozen" setsid "$bin/dmlp-launch" --grace 5 \
-  </dev/null >"$dir/frozen.log" 2>&1 &
+# Descriptors this script inherited (a harness's /dev/null on fd 10, say) are
+# closed: CRIU cannot place a file opened through a mount outside the job's root.
+(
+  for fd in /proc/self/fd/*; do
+    fd="${fd##*/}"
+    [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+  done
+  exec env "${job_env[@]}" OUT_DIR="$dir/frozen" setsid "$bin/dmlp-launch" --grace 5 \
+    </dev/null >"$dir/frozen.log" 2>&1
+) &
 launcher=$!
 logged() { [ -f "$dir/frozen/rank-0.jsonl" ] && wc -l <"$dir/frozen/rank-0.jsonl" || echo 0; }
 deadline=$((SECONDS + limit))
