@@ -177,7 +177,7 @@ check "runner, no GPU" \
 # The root has no python3 (the port comes from here) and no ps (the row reads /proc).
 row="$(in_root env LD_LIBRARY_PATH="/$device_site" FREEZE_ROW_PORT="$((port + 18))" FREEZE_ROW_TIMEOUT=120 \
          timeout -k 5 400 bash /kit/tests/gpu/freeze_row.sh /kit/bin /kit/criu /out/freeze cpu-2-ranks 2 cpu \
-         STEPS=40 BATCH=256 MICROBATCHES=2 FEATURES=64 WIDTH=256 LAYERS=2 DATA_SHARDS=2 \
+         STEPS=200 BATCH=256 MICROBATCHES=2 FEATURES=64 WIDTH=256 LAYERS=2 DATA_SHARDS=2 \
          2>"$root/out-freeze.console" || true)"
 check "freeze, cpu job (CRIU)" "$([[ "$row" == PASS* ]] && echo 0 || echo 1)" \
   "${row:-no row: $(tail -n 2 "$root/out-freeze.console" | tr '\n' ' ')}"
