@@ -38,7 +38,6 @@ rm -rf "$dir"
 mkdir -p "$dir"
 launcher=""
 
-say() { echo "freeze_row $name: $*" >&2; }
 finish() {  # finish STATUS DETAIL: the row's line; a job still running is ended by pid
   if [ -n "$launcher" ] && kill -0 "$launcher" 2>/dev/null; then
     kill -TERM "$launcher" 2>/dev/null
@@ -99,8 +98,12 @@ while [ "$(logged)" -lt "$freeze_after" ]; do
   sleep 0.05
 done
 rank_pids=()  # the launcher's dmlp-train children (/proc: a bare root has no ps)
-for child in $(cat /proc/"$launcher"/task/*/children 2>/dev/null); do
-  [ "$(cat "/proc/$child/comm" 2>/dev/null)" = dmlp-train ] && rank_pids+=("$child")
+for task in /proc/"$launcher"/task/*/children; do
+  children=()
+  read -r -a children <"$task" 2>/dev/null  # no newline at its end: read fails, the words are read
+  for child in "${children[@]}"; do
+    [ "$(cat "/proc/$child/comm" 2>/dev/null)" = dmlp-train ] && rank_pids+=("$child")
+  done
 done
 [ "${#rank_pids[@]}" -eq "$ranks" ] || finish FAIL "found ${#rank_pids[@]} dmlp-train processes under the launcher, expected $ranks"
 if [ "$platform" = cuda ]; then
@@ -152,7 +155,11 @@ launcher=""
 "$bin/dmlp-verify" "$dir/frozen" >"$dir/verify.log" 2>&1
 verdict="$(tail -n 1 "$dir/verify.log")"
 [ "$verdict" = PASS ] || finish FAIL "dmlp-verify $verdict: $(grep -m2 -E 'error|FAIL' "$dir/verify.log" | tr '\n' ' ')"
-for file in metrics.jsonl state.safetensors $(cd "$dir/straight" && ls rank-*.jsonl | grep -v env); do
+compared=(metrics.jsonl state.safetensors)
+for path in "$dir"/straight/rank-*.jsonl; do
+  [[ "$path" == *.env.jsonl ]] || compared+=("${path##*/}")  # env files differ by design
+done
+for file in "${compared[@]}"; do
   cmp -s "$dir/straight/$file" "$dir/frozen/$file" ||
     finish FAIL "$file differs from the uninterrupted run: $(cmp "$dir/straight/$file" "$dir/frozen/$file" 2>&1 | head -1)"
 done

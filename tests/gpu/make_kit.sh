@@ -126,11 +126,12 @@ if [ -x "$criu_helper" ]; then
   for library in $needed ld-linux-x86-64.so.2 libgcc_s.so.1; do
     [ -e "$criu_root/lib/$library" ] && cp -L "$criu_root/lib/$library" "$criu_root/lib.kept/$library"
   done
-  rm -rf "$criu_root/lib"
+  rm -rf "${criu_root:?}/lib"
   mv "$criu_root/lib.kept" "$criu_root/lib"
   "$kit/criu/criu" --version >/dev/null || die "the bundled criu does not run with the libraries kept"
-  [ -s "$kit/criu/dmlp-dump-flags" ] && [ -s "$kit/criu/dmlp-restore-flags" ] ||
+  if [ ! -s "$kit/criu/dmlp-dump-flags" ] || [ ! -s "$kit/criu/dmlp-restore-flags" ]; then
     die "$criu_helper --bundle wrote no dmlp-dump-flags / dmlp-restore-flags"
+  fi
   criu_note="$("$kit/criu/criu" --version | tr '\n' ' ' | sed 's/ *$//'); dump flags: $(cat "$kit/criu/dmlp-dump-flags")"
 fi
 install -m 755 "$repo/bench/reference/run_reference.sh" "$kit/bench/reference/"
@@ -156,7 +157,9 @@ size_kib="$(du -sk "$kit" | cut -f1)"
   echo "device must supply: $(tr '\n' ' ' <"$kit/lib/DEVICE_LIBS")"
   echo "size: $((size_kib / 1024)) MiB"
   echo
-  (cd "$kit" && find bin lib reference tests bench $([ -d "$kit/criu" ] && echo criu) -type f -print0 | sort -z | xargs -0 sha256sum)
+  described=(bin lib reference tests bench)
+  [ -d "$kit/criu" ] && described+=(criu)
+  (cd "$kit" && find "${described[@]}" -type f -print0 | sort -z | xargs -0 sha256sum)
 } >"$kit/KIT.txt"
 echo "make_kit.sh: $kit: $((size_kib / 1024)) MiB, carries: ${!carried[*]} libblis.so.4; criu: $criu_note" >&2
 [ "$size_kib" -le $((max_mib * 1024)) ] || die "the kit is $((size_kib / 1024)) MiB, over KIT_MAX_MIB=$max_mib"
