@@ -7,6 +7,11 @@
 //   - the digest pipeline: device->pinned copy rate, SHA-256 rate, and the time
 //     per logged step with and without the pipelined digest.
 // Output: `<precision>.<name>=<value>` lines on stdout (tests/gpu/ parses them).
+// --digest-sweep measures only the digest, against its hasher count K = 1, 2,
+// 4, 8 (issue 13 item 4, issue 26): the host's SHA-256 rate for one pipeline
+// and for 8 at once (bench/digest_sweep.h), and the fp32 step time of the GPU
+// job with and without the digest at each K; `digest_sweep ...` lines
+// (tests/gpu/digest_row.sh reads them).
 // It prints figures; it asserts nothing (STYLE: no timing assertions).
 #include <arpa/inet.h>
 #include <cuda_runtime_api.h>
@@ -20,9 +25,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/digest_sweep.h"
 #include "common/sha256.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/cuda_check.h"
@@ -46,6 +53,7 @@ struct BenchOptions {
   int64_t steps = 5;  // timed logged steps (after one warm-up step)
   std::string precision = "both";
   int64_t digest_threads = 0;  // 0: the trainer's default for this host, one rank
+  bool digest_sweep = false;   // only the digest, against K (see the top)
 };
 
 void Print(const std::string& precision, const char* name, double value) {
@@ -166,9 +174,17 @@ Result<double> StepSeconds(Backend& backend, const BenchOptions& options, Digest
   return Seconds(start) / double(options.steps);
 }
 
-Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_value) {
-  const std::string precision = precision_value == MatmulPrecision::kTf32 ? "tf32" : "fp32";
+/// A 1-rank CUDA job of the benchmark's plan, with its initial state loaded.
+struct BenchJob {
   Plan plan;
+  std::unique_ptr<Rendezvous> rendezvous;
+  std::unique_ptr<Backend> backend;
+};
+
+Result<BenchJob> StartJob(const BenchOptions& options, MatmulPrecision precision,
+                          const StateLayout& layout) {
+  BenchJob job;
+  Plan& plan = job.plan;
   plan.steps = 1 + 2 * options.steps;
   plan.seed = 42;
   plan.batch = options.batch;
@@ -179,19 +195,36 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   plan.heartbeat_timeout_seconds = 60;
   plan.model = options.model;
   plan.data_shards = options.data_shards;
-  plan.matmul_precision = precision_value;
+  plan.matmul_precision = precision;
   plan.digest_threads = options.digest_threads;
-  DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(plan.model));
 
   RendezvousOptions rendezvous_options;
   rendezvous_options.port = FreePort();
   rendezvous_options.heartbeat_timeout_seconds = 60;
   rendezvous_options.plan_fingerprint = PlanFingerprint(plan);
-  DMLP_ASSIGN_OR_RETURN(auto rendezvous, Rendezvous::Join(rendezvous_options));
-  DMLP_ASSIGN_OR_RETURN(auto backend, CreateCudaBackend(plan, layout, *rendezvous));
+  DMLP_ASSIGN_OR_RETURN(job.rendezvous, Rendezvous::Join(rendezvous_options));
+  DMLP_ASSIGN_OR_RETURN(job.backend, CreateCudaBackend(plan, layout, *job.rendezvous));
   std::vector<uint8_t> initial(layout.image_bytes(), 0);
   DMLP_RETURN_IF_ERROR(InitParams(layout, 42, reinterpret_cast<float*>(initial.data())));
-  DMLP_RETURN_IF_ERROR(backend->LoadState(initial.data()));
+  DMLP_RETURN_IF_ERROR(job.backend->LoadState(initial.data()));
+  return job;
+}
+
+/// A digest pipeline of `threads` hashers whose sink discards the digests.
+DigestPipeline DiscardingPipeline(Backend& backend, const StateLayout& layout, int threads) {
+  return DigestPipeline(
+      backend, layout.image_bytes(),
+      [](int64_t, const std::string&, const std::string&, const uint8_t*) { return Status::Ok(); },
+      threads);
+}
+
+Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_value) {
+  const std::string precision = precision_value == MatmulPrecision::kTf32 ? "tf32" : "fp32";
+  DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(options.model));
+  DMLP_ASSIGN_OR_RETURN(BenchJob job, StartJob(options, precision_value, layout));
+  const Plan& plan = job.plan;
+  Backend* backend = job.backend.get();
+  Rendezvous* rendezvous = job.rendezvous.get();
 
   {  // GEMM rates with the backend's precision, on a handle of its own.
     DMLP_ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create());
@@ -214,10 +247,7 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   const nlohmann::json before = backend->Profile();
   DMLP_ASSIGN_OR_RETURN(const double plain, StepSeconds(*backend, options, nullptr, 2));
   const nlohmann::json after = backend->Profile();
-  DigestPipeline digests(
-      *backend, layout.image_bytes(),
-      [](int64_t, const std::string&, const std::string&, const uint8_t*) { return Status::Ok(); },
-      DigestThreadsFor(plan));
+  DigestPipeline digests = DiscardingPipeline(*backend, layout, DigestThreadsFor(plan));
   DMLP_RETURN_IF_ERROR(digests.Start());
   DMLP_ASSIGN_OR_RETURN(const double digested,
                         StepSeconds(*backend, options, &digests, 2 + options.steps));
@@ -251,6 +281,43 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   return rendezvous->Close();
 }
 
+/// --digest-sweep (see the top): per K, the GPU step with and without the
+/// digest, then the host's rate for one pipeline and for kHostRanks at once.
+Status DigestSweep(const BenchOptions& options) {
+  DMLP_ASSIGN_OR_RETURN(StateLayout layout, StateLayout::Create(options.model));
+  BenchOptions sweep = options;
+  sweep.steps = std::max<int64_t>(options.steps, 3);
+  DMLP_ASSIGN_OR_RETURN(BenchJob job, StartJob(sweep, MatmulPrecision::kFp32, layout));
+  BenchOptions warmup = sweep;
+  warmup.steps = 1;
+  int64_t next_step = 1;
+  DMLP_RETURN_IF_ERROR(StepSeconds(*job.backend, warmup, nullptr, next_step).status());
+  next_step += 1;
+  const size_t image = layout.image_bytes();
+  std::printf("digest_sweep_default_threads=%d\n", DigestThreadsFor(job.plan));
+  for (const int threads : bench::kSweepThreads) {
+    // Without and with the digest back to back, so that clocks and load are alike.
+    DMLP_ASSIGN_OR_RETURN(const double plain, StepSeconds(*job.backend, sweep, nullptr, next_step));
+    next_step += sweep.steps;
+    DigestPipeline digests = DiscardingPipeline(*job.backend, layout, threads);
+    DMLP_RETURN_IF_ERROR(digests.Start());
+    DMLP_ASSIGN_OR_RETURN(const double digested,
+                          StepSeconds(*job.backend, sweep, &digests, next_step));
+    next_step += sweep.steps;
+    char gpu[160];
+    std::snprintf(gpu, sizeof gpu, " gpu_step_ms=%.2f gpu_step_with_digest_ms=%.2f ratio=%.3f",
+                  plain * 1e3, digested * 1e3, digested / plain);
+    DMLP_ASSIGN_OR_RETURN(const bench::HostDigestRate alone,
+                          bench::MeasureHostDigest(image, threads, 1, 4));
+    std::printf("%s\n", bench::SweepLine(threads, image, 1, alone, gpu).c_str());
+    DMLP_ASSIGN_OR_RETURN(const bench::HostDigestRate together,
+                          bench::MeasureHostDigest(image, threads, bench::kHostRanks, 2));
+    std::printf("%s\n", bench::SweepLine(threads, image, bench::kHostRanks, together).c_str());
+    std::fflush(stdout);
+  }
+  return job.rendezvous->Close();
+}
+
 int Main(int argc, char** argv) {
   BenchOptions options;
   CLI::App app{"gpu_bench: CUDA platform update time vs the cuBLAS floor, digest throughput"};
@@ -265,11 +332,21 @@ int Main(int argc, char** argv) {
   app.add_option("--digest-threads", options.digest_threads, "DIGEST_THREADS (default: the trainer's)")
       ->check(CLI::Range(1, 64));
   app.add_option("--precision", options.precision)->check(CLI::IsMember({"fp32", "tf32", "both"}));
+  app.add_flag("--digest-sweep", options.digest_sweep,
+               "only the digest: K = 1, 2, 4, 8 on the host (1 and 8 pipelines) and on the GPU step");
   CLI11_PARSE(app, argc, argv);
   if (options.batch % options.data_shards != 0) {
     std::fprintf(stderr,
                  "gpu_bench: error: ENV_INVALID: --batch must be divisible by --data-shards\n");
     return 2;
+  }
+  if (options.digest_sweep) {
+    const Status status = DigestSweep(options);
+    if (!status.ok()) {
+      std::fprintf(stderr, "gpu_bench: error: %s\n", status.ToString().c_str());
+      return 1;
+    }
+    return 0;
   }
   for (const char* name : {"fp32", "tf32"}) {
     if (options.precision != "both" && options.precision != name) continue;

@@ -32,8 +32,9 @@
 # 3. kit: the GPU kit (tests/gpu/make_kit.sh: Release, sm_89 + sm_90, into
 #    $DMLP_REHEARSAL_DIR/gpu-kit) run in a bare Debian 12 root where none of
 #    the build's packages is installed (tests/gpu/rehearse_kit.sh): the CPU
-#    job, cuda_test skipping its GPU cases, and the GPU runner failing with a
-#    clear message rather than a loader error.
+#    job, cuda_test skipping its GPU cases, the GPU runner failing with a
+#    clear message rather than a loader error (its GPU-only rows SKIP), and
+#    the freeze row's CPU half (the kit's CRIU) passing.
 #
 # Cache (DMLP_REHEARSAL_DIR, default /var/tmp/dmlp-rehearsal): the root, the
 # wheels, ccache. Mounts (/proc, /dev, /dev/shm, the wheels) live in a private

@@ -1,5 +1,5 @@
 // defines: Backend, SnapshotBuffer, SnapshotWaiter, PartialCopy, CreateCpuBackend, CreateCudaBackend,
-//          CudaFreeDeviceMemory
+//          CudaDeviceMemory
 //
 // The platform seam. Everything a rank does that is not GEMMs, kernels or
 // collectives (plan, rendezvous, data definition, initialization, digests,
@@ -28,6 +28,7 @@
 
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
@@ -43,6 +44,10 @@ struct DeviceIdentity {
   std::string uuid;        // "GPU-8f3c…" (CUDA); "" on the CPU
   std::string pci_bus_id;  // "0000:3B:00.0" (CUDA); "" on the CPU
   std::string driver;      // the CUDA version the driver supports, "12.8"; "" on the CPU
+  // Which GPU of the host and how large: they decide no bits, so they are
+  // here and not in the fingerprint (two hosts' GPUs of one model compare).
+  int ordinal = -1;           // visible device index (CUDA); -1 on the CPU
+  uint64_t memory_bytes = 0;  // the GPU's memory (CUDA); 0 on the CPU
 };
 
 /// Host memory for one state image (page-locked on CUDA so copies can be async).
@@ -131,8 +136,9 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
 /// CUDA platform: cuBLAS, own kernels, NCCL. PLATFORM_UNAVAILABLE when built without CUDA.
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,
                                                    Rendezvous& rendezvous);
-/// Free memory of this rank's GPU (LOCAL_RANK), for the plan's memory check
-/// before anything is allocated. PLATFORM_UNAVAILABLE when built without CUDA.
-Result<uint64_t> CudaFreeDeviceMemory(const Plan& plan);
+/// This rank's GPU (SelectDevice: the backend's own choice) and its free
+/// memory, for the plan's memory check before anything is allocated.
+/// PLATFORM_UNAVAILABLE when built without CUDA.
+Result<DeviceMemory> CudaDeviceMemory(const Plan& plan);
 
 }  // namespace dmlp

@@ -9,6 +9,7 @@
 
 #include "common/build_info.h"
 #include "common/env.h"
+#include "trainer/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   dmlp::Status status;
   try {
     dmlp::Result<dmlp::Plan> plan = dmlp::ReadPlan(env);
+    // Before the first thread of the process (nccl_defaults.h).
+    if (plan.ok()) dmlp::DefaultToFreezableTransports(*plan);
     status = plan.ok() ? dmlp::RunTrainer(*plan, report) : plan.status();
   } catch (const std::bad_alloc&) {
     // The plan's memory check (trainer/memory_plan.h) leaves this to memory

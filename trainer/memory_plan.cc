@@ -170,8 +170,21 @@ Status CheckPlanMemory(const Plan& plan, int64_t snapshot_buffers) {
   if (plan.platform != Platform::kCuda) return Status::Ok();
   // Only a plan whose numbers cannot fit anywhere is refused without asking the GPU.
   DMLP_RETURN_IF_ERROR(CheckMemoryFits(need.device_bytes, kSaturated - 1, true));
-  DMLP_ASSIGN_OR_RETURN(uint64_t free_device, CudaFreeDeviceMemory(plan));
-  return CheckMemoryFits(need.device_bytes, free_device, true);
+  DMLP_ASSIGN_OR_RETURN(const DeviceMemory device, CudaDeviceMemory(plan));
+  return CheckDeviceMemoryFits(need.device_bytes, device);
+}
+
+Status CheckDeviceMemoryFits(uint64_t rank_need, const DeviceMemory& device) {
+  const int64_t ranks = std::max<int64_t>(1, device.slot.ranks_on_device);
+  if (ranks == 1) return CheckMemoryFits(rank_need, device.free_bytes, true);
+  // The ranks on one GPU start together and each sees the free memory before
+  // its neighbours allocate: together they must fit in it.
+  const uint64_t need = Mul(rank_need, U(ranks));
+  if (need <= device.free_bytes && need != kSaturated) return Status::Ok();
+  return Status::Error("PLAN_TOO_LARGE",
+                       "needs " + Bytes(need) + " bytes of GPU memory (" + std::to_string(ranks) +
+                           " ranks share GPU " + std::to_string(device.slot.ordinal) + ", " +
+                           Bytes(rank_need) + " each), " + Bytes(device.free_bytes) + " available");
 }
 
 }  // namespace dmlp

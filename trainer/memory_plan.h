@@ -1,5 +1,5 @@
 // defines: MemoryNeed, kDefaultSnapshotBuffers, EstimateMemory, HostMemoryAvailable,
-//          CheckMemoryFits, CheckPlanMemory
+//          CheckMemoryFits, CheckDeviceMemoryFits, CheckPlanMemory
 //
 // What a plan costs in memory, computed from its numbers alone before
 // anything is allocated, so an oversized plan is one clean PLAN_TOO_LARGE
@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "trainer/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
@@ -40,6 +41,10 @@ uint64_t HostMemoryAvailable();
 
 /// PLAN_TOO_LARGE "needs N bytes[ of GPU memory], M available" when need > available.
 Status CheckMemoryFits(uint64_t need, uint64_t available, bool device);
+
+/// PLAN_TOO_LARGE when the ranks sharing `device`'s GPU (COLLECTIVES=gloo),
+/// `rank_need` bytes each, need more than its free memory together.
+Status CheckDeviceMemoryFits(uint64_t rank_need, const DeviceMemory& device);
 
 /// The plan against this host (and, with PLATFORM=cuda, this rank's GPU).
 Status CheckPlanMemory(const Plan& plan, int64_t snapshot_buffers);

@@ -1,5 +1,6 @@
 #include "verify/comparability.h"
 
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -26,6 +27,7 @@ std::set<std::string> IgnoredFields(bool ordered) {
                                    "model.heartbeat_timeout_s", "fingerprint.blas.threads",
                                    // which image a build ran in names a file, not the bits
                                    "build.image_id"};
+  ignored.insert(std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
   if (ordered) {
     // The ordered reduction adds in dmlp's own code in shard order: the world
     // size and whatever carries the bytes cannot change a bit.

@@ -1,4 +1,4 @@
-// defines: kMaxEnvFileBytes, EnvRecord, RankEnvironment, ReadEnvironments, StackSignature,
+// defines: kMaxEnvFileBytes, kDeviceDescriptionFields, EnvRecord, RankEnvironment, ReadEnvironments, StackSignature,
 //          DescribeEnvironment, EnvironmentsToJson
 //
 // Where each rank ran (rank-<r>.env.jsonl, written by trainer/output/rank_env.h):
@@ -29,6 +29,13 @@ namespace dmlp::verify {
 
 /// An env file larger than this is not read (256 (re)starts of 4 KiB lines).
 inline constexpr size_t kMaxEnvFileBytes = 1 << 20;
+
+/// Fingerprint fields that builds before issue 26 wrote and that describe one
+/// GPU without deciding a bit (its PCI bus id, ordinal, memory size): never
+/// compared, so runs on two GPUs of one model are comparable.
+inline constexpr const char* kDeviceDescriptionFields[] = {
+    "fingerprint.device.pci_bus_id", "fingerprint.device.ordinal",
+    "fingerprint.device.memory_bytes"};
 
 /// One valid line of an env file.
 struct EnvRecord {

@@ -8,8 +8,8 @@
 # Usage: tests/gpu/make_kit.sh DIR      (e.g. tests/gpu/make_kit.sh gpu-kit)
 #   DIR is replaced. Layout (mirrors the repository, so the check script finds
 #   its neighbours the same way in both):
-#     bin/   dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench (Release,
-#            sm_89 + sm_90, stripped; RPATH $ORIGIN/../lib)
+#     bin/   dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench cuda_freeze
+#            (Release, sm_89 + sm_90, stripped; RPATH $ORIGIN/../lib)
 #     lib/   the shared libraries they load that are neither glibc, libstdc++
 #            nor cuBLAS/NCCL (Gloo and its dependencies, yaml-cpp, libcrypto,
 #            libgomp, cudart, ...: what ldd lists) and BLIS, which the CPU GEMM
@@ -17,13 +17,18 @@
 #     lib/DEVICE_LIBS   the sonames the device must supply (cuBLAS, NCCL)
 #     reference/        the reference JAX job (../shared/reference)
 #     tests/gpu/, bench/reference/   the check script and what it starts
-#     KIT.txt           commit, toolkit, compiler, sizes, file digests
+#     criu/             CRIU 4.2 with its own loader and libraries (tools/criu.sh
+#                       --bundle) and dmlp's flags (dmlp-dump-flags,
+#                       dmlp-restore-flags), for the freeze row; absent (the
+#                       row SKIPs) without tools/criu.sh
+#     KIT.txt           commit, toolkit, compiler, NCCL header, sizes, file digests
 # Environment (optional):
 #   CUDACXX            nvcc (default: on PATH, else /usr/local/cuda/bin/nvcc)
 #   KIT_BUILD_DIR      build folder (default <repo>/build-kit; git-ignored)
 #   KIT_CMAKE_ARGS     extra configure arguments (e.g. -DDMLP_WERROR=ON)
 #   REFERENCE_DIR      the reference job (default <repo>/../shared/reference)
-#   KIT_MAX_MIB=40     fail when the kit is larger
+#   KIT_MAX_MIB=48     fail when the kit is larger (a run call carries 64 MiB in all)
+#   DMLP_CRIU_HELPER   the CRIU helper (default <repo>/tools/criu.sh)
 # Not carried, on purpose: glibc and libstdc++/libgcc_s (the device's are the
 # same or newer, and an older libstdc++ first in the search path would break
 # the device's own libraries); cuBLAS and NCCL (hundreds of MB; the runner
@@ -38,9 +43,10 @@ script_dir="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$script_dir/../.." && pwd)"
 build="${KIT_BUILD_DIR:-$repo/build-kit}"
 reference_dir="${REFERENCE_DIR:-$repo/../shared/reference}"
-max_mib="${KIT_MAX_MIB:-40}"
+max_mib="${KIT_MAX_MIB:-48}"
+criu_helper="${DMLP_CRIU_HELPER:-$repo/tools/criu.sh}"
 nvcc_path="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-programs=(dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench)
+programs=(dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench cuda_freeze)
 # What the device supplies: found there by the runner, never carried.
 device_lib_pattern='^(libcublas|libcublasLt|libnccl)\.so'
 # What every Linux has (glibc) or has newer (libstdc++, libgcc_s): never carried.
@@ -100,11 +106,44 @@ printf '%s\n' "${!device_libs[@]}" libcublasLt.so.13 | sort -u >"$kit/lib/DEVICE
 chmod 644 "$kit/lib/"*
 
 cp "$reference_dir"/* "$kit/reference/"
-install -m 755 "$script_dir/run_gpu_checks.sh" "$script_dir/python_jax_cuda.sh" "$kit/tests/gpu/"
-install -m 644 "$script_dir/compare_losses.py" "$kit/tests/gpu/"
+install -m 755 "$script_dir/run_gpu_checks.sh" "$script_dir/python_jax_cuda.sh" \
+  "$script_dir/digest_row.sh" "$script_dir/freeze_row.sh" "$kit/tests/gpu/"
+install -m 644 "$script_dir/compare_losses.py" "$script_dir/fidelity_jax.py" "$kit/tests/gpu/"
+
+# CRIU for the freeze row: the project's helper (issue 25) bundles criu with its
+# own loader and libraries, and names dmlp's flags in one place.
+criu_note="none ($criu_helper not found: the freeze row will SKIP)"
+if [ -x "$criu_helper" ]; then
+  "$criu_helper" --bundle "$kit/criu" >&2 || die "$criu_helper --bundle $kit/criu failed"
+  # The helper copies every library of criu's packages (26 MB, version links
+  # kept); the kit keeps what criu loads (the loader's own list) and
+  # libgcc_s (glibc dlopens it), as plain files: a carry may drop links.
+  criu_root="$kit/criu/criu-root"
+  needed="$("$criu_root/lib/ld-linux-x86-64.so.2" --library-path "$criu_root/lib" --list \
+             "$criu_root/bin/criu" | sed -n 's|.*=> .*/criu-root/lib/\([^ ]*\) .*|\1|p' | tr '\n' ' ')"
+  [ -n "$needed" ] || die "the bundled criu's loader lists no libraries"
+  mkdir "$criu_root/lib.kept"
+  for library in $needed ld-linux-x86-64.so.2 libgcc_s.so.1; do
+    [ -e "$criu_root/lib/$library" ] && cp -L "$criu_root/lib/$library" "$criu_root/lib.kept/$library"
+  done
+  rm -rf "${criu_root:?}/lib"
+  mv "$criu_root/lib.kept" "$criu_root/lib"
+  "$kit/criu/criu" --version >/dev/null || die "the bundled criu does not run with the libraries kept"
+  if [ ! -s "$kit/criu/dmlp-dump-flags" ] || [ ! -s "$kit/criu/dmlp-restore-flags" ]; then
+    die "$criu_helper --bundle wrote no dmlp-dump-flags / dmlp-restore-flags"
+  fi
+  criu_note="$("$kit/criu/criu" --version | tr '\n' ' ' | sed 's/ *$//'); dump flags: $(cat "$kit/criu/dmlp-dump-flags")"
+fi
 install -m 755 "$repo/bench/reference/run_reference.sh" "$kit/bench/reference/"
 
 # ---- describe and check the size ----------------------------------------------
+# "2.28.9" from the nccl.h the build used (NCCL_MAJOR/MINOR/PATCH).
+nccl_header_version() {
+  local header
+  header="$(sed -n 's/^DMLP_NCCL_INCLUDE_DIR:PATH=//p' "$build/CMakeCache.txt")/nccl.h"
+  awk '/^#define NCCL_(MAJOR|MINOR|PATCH) / { v[$2] = $3 }
+       END { if (length(v) == 3) printf "%s.%s.%s", v["NCCL_MAJOR"], v["NCCL_MINOR"], v["NCCL_PATCH"]; else printf "unknown" }' "$header" 2>/dev/null || echo unknown
+}
 size_kib="$(du -sk "$kit" | cut -f1)"
 {
   echo "dmlp GPU kit (tests/gpu/make_kit.sh)"
@@ -113,10 +152,14 @@ size_kib="$(du -sk "$kit" | cut -f1)"
   echo "nvcc: $("$nvcc_path" --version | tail -1)"
   echo "host compiler: $(c++ --version | head -1)"
   echo "architectures: sm_89 sm_90"
+  echo "nccl header: $(nccl_header_version)"
+  echo "criu: $criu_note"
   echo "device must supply: $(tr '\n' ' ' <"$kit/lib/DEVICE_LIBS")"
   echo "size: $((size_kib / 1024)) MiB"
   echo
-  (cd "$kit" && find bin lib reference tests bench -type f -print0 | sort -z | xargs -0 sha256sum)
+  described=(bin lib reference tests bench)
+  [ -d "$kit/criu" ] && described+=(criu)
+  (cd "$kit" && find "${described[@]}" -type f -print0 | sort -z | xargs -0 sha256sum)
 } >"$kit/KIT.txt"
-echo "make_kit.sh: $kit: $((size_kib / 1024)) MiB, carries: ${!carried[*]} libblis.so.4" >&2
+echo "make_kit.sh: $kit: $((size_kib / 1024)) MiB, carries: ${!carried[*]} libblis.so.4; criu: $criu_note" >&2
 [ "$size_kib" -le $((max_mib * 1024)) ] || die "the kit is $((size_kib / 1024)) MiB, over KIT_MAX_MIB=$max_mib"

@@ -14,7 +14,13 @@
 #      (PLATFORM=cpu, BLIS from the kit: the fingerprint names /kit/lib/...),
 #      dmlp-verify says PASS; cuda_test passes with its GPU cases skipped;
 #      run_gpu_checks.sh --kit finds the libraries, then fails with "no GPU"
-#      and dmlp-train's own error, never a loader error.
+#      and dmlp-train's own error, never a loader error; the rows that need a
+#      GPU (digest threads, freeze cuda, fidelity jax) SKIP with a reason;
+#   4. the freeze row's CPU half (tests/gpu/freeze_row.sh, PLATFORM=cpu, 2
+#      ranks): the kit's own CRIU (criu/) dumps the job from the launcher down,
+#      keeps it down past its heartbeat, restores it, and the job finishes
+#      PASS, byte-identical, each rank's restore named. It must PASS (a kit
+#      made without tools/criu.sh has no criu/ and fails here).
 # Usage (as root): tests/gpu/rehearse_kit.sh KIT_DIR
 # Environment (optional):
 #   KIT_REHEARSAL_ROOT   the root (default /var/tmp/dmlp-rehearsal/bookworm-kit-root,
@@ -79,8 +85,12 @@ check() {  # check NAME CONDITION-STATUS DETAIL
 
 rm -rf "$root/kit" "$root/out" "$root/tmp/"*
 cp -a "$kit" "$root/kit"
+# CRIU (the freeze row) needs the root to be a mount point of its own, to
+# place the mounts under it, and /dev/pts for /dev/ptmx (criu check).
+mount_at "$root" --bind "$root"
 mount_at "$root/proc" -t proc proc
 mount_at "$root/dev" --bind /dev
+mount_at "$root/dev/pts" --bind /dev/pts
 mapfile -t device_libs <"$root/kit/lib/DEVICE_LIBS"
 
 # ---- 1. a bare root -----------------------------------------------------------
@@ -104,8 +114,10 @@ runner() {  # runner OUT_NAME [VAR=VALUE...]: run_gpu_checks.sh --kit in the roo
     timeout -k 5 300 bash /kit/tests/gpu/run_gpu_checks.sh --kit /kit >"$root/out-$out.console" 2>&1
 }
 loader_errors() {  # the loader's complaints in the runner's output and logs, if any
+  # (cuda_freeze's FREEZE_UNSUPPORTED quotes dlopen's words for a missing
+  # libcuda: the program's own refusal, not a loader error)
   { cat "$root/out-$1.console"; tar -xzOf "$root/out/$1/gpu-checks-logs.tar.gz" 2>/dev/null; } |
-    grep -m3 -E 'error while loading shared libraries|cannot open shared object|symbol lookup error' || true
+    grep -v FREEZE_UNSUPPORTED | grep -m3 -E 'error while loading shared libraries|cannot open shared object|symbol lookup error' || true
 }
 
 # ---- 2. without the device's libraries ----------------------------------------
@@ -156,8 +168,19 @@ table="$(cat "$root/out/no-gpu/gpu-checks-table.txt" 2>/dev/null || true)"
 errors="$(loader_errors no-gpu)"
 check "runner, no GPU" \
   "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*PASS' <<<"$table" && grep -q '^gpu  *FAIL  *no GPU' <<<"$table" &&
-     grep -q 'cuda job .*dmlp-train: error: ' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
-  "rc=$rc; $(grep -E '^(gpu|cuda job) ' <<<"$table" | tr -s ' ' | tr '\n' ';' | cut -c1-240)${errors:+; loader: $errors}"
+     grep -q 'cuda job .*dmlp-train: error: ' <<<"$table" && grep -q '^digest threads  *SKIP  *no GPU' <<<"$table" &&
+     grep -q '^freeze cuda  *SKIP  *rc=3: cuda_freeze: error: FREEZE_UNSUPPORTED' <<<"$table" &&
+     grep -q '^fidelity jax  *SKIP' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
+  "rc=$rc; $(grep -E '^(gpu|cuda job|digest threads|freeze cuda|fidelity jax) ' <<<"$table" | tr -s ' ' | tr '\n' ';' | cut -c1-600)${errors:+; loader: $errors}"
+
+# ---- 4. the freeze row, CPU half ----------------------------------------------
+# The root has no python3 (the port comes from here) and no ps (the row reads /proc).
+row="$(in_root env LD_LIBRARY_PATH="/$device_site" FREEZE_ROW_PORT="$((port + 18))" FREEZE_ROW_TIMEOUT=120 \
+         timeout -k 5 400 bash /kit/tests/gpu/freeze_row.sh /kit/bin /kit/criu /out/freeze cpu-2-ranks 2 cpu \
+         STEPS=200 BATCH=256 MICROBATCHES=2 FEATURES=64 WIDTH=256 LAYERS=2 DATA_SHARDS=2 \
+         2>"$root/out-freeze.console" || true)"
+check "freeze, cpu job (CRIU)" "$([[ "$row" == PASS* ]] && echo 0 || echo 1)" \
+  "${row:-no row: $(tail -n 2 "$root/out-freeze.console" | tr '\n' ' ')}"
 
 echo "rehearse_kit.sh: $failures failed, $((SECONDS - started)) s; root $root, outputs under $root/out"
 cleanup

@@ -14,9 +14,18 @@
 #   4. 1, 2 and 4 ranks on the one GPU (COLLECTIVES=gloo DATA_SHARDS=4): every
 #      run PASS, metrics.jsonl and state.safetensors byte-identical (SKIP when
 #      dmlp-train does not know COLLECTIVES);
-#   5. gpu_bench (update time vs the cuBLAS floor, digest throughput; digest
-#      threads when gpu_bench measures them) and the reference JAX job on the
-#      same GPU at both precisions.
+#   5. gpu_bench (update time vs the cuBLAS floor, digest throughput) and the
+#      digest against its hasher count K = 1, 2, 4, 8: one pipeline and 8 at
+#      once on the host's cores, the GPU step with/without it (digest_row.sh,
+#      gpu_bench --digest-sweep; goal: <= 1.05x);
+#   6. the reference's samples and initial parameters from this machine's jax
+#      on XLA:GPU against XLA:CPU, an ulp histogram (fidelity_jax.py), and the
+#      reference JAX job on the same GPU at both precisions;
+#   7. freeze and restore (freeze_row.sh): a 1-rank job and a 2-rank
+#      COLLECTIVES=gloo job, each CUDA-checkpointed (cuda_freeze), dumped whole
+#      by CRIU (the kit's criu/), down past its heartbeat, restored: PASS,
+#      byte-identical, each rank's restore named; SKIP quoting the refusal
+#      where the machine cannot.
 #
 # Usage: tests/gpu/run_gpu_checks.sh [BUILD_DIR]     (default: <repo>/build-gpu)
 #        tests/gpu/run_gpu_checks.sh --kit DIR       (about 3 minutes on one H200)
@@ -31,6 +40,8 @@
 #   GPU_CHECK_CPU_STEPS=3         logged steps of the CPU job (compared with the first CUDA steps)
 #   GPU_CHECK_REFERENCE_STEPS=10  logged steps of each reference JAX job (--kit: 6)
 #   GPU_CHECK_JOB_TIMEOUT=300     seconds any one job may take (--kit: 90)
+#   DIGEST_THREADS                --kit: 2 unless set (every job's hashers; the
+#                                 default would pin (K+1) x 113.6 MB per rank)
 #   GPU_CHECK_SKIP_REFERENCE=1    skip the reference JAX jobs
 #   GPU_CHECK_PORT_BASE           coordinator ports from here up (default: free ports from python3)
 #   DMLP_GPU_PYTHON=python3       the Python with jax, flax and optax
@@ -81,6 +92,18 @@ mkdir -p "$results"
 table="$results/gpu-checks-table.txt"
 # Progress and details go to the console and to the log that comes back.
 exec 2> >(tee -a "$results/gpu-checks.log" >&2)
+# What the machine had at the start (the device's RAM may start small and grow).
+{
+  echo "nproc: $(nproc)"
+  grep -E '^(MemTotal|MemFree|MemAvailable|Mlocked|CommitLimit|Committed_AS):' /proc/meminfo
+} >&2
+if [ -n "$kit" ]; then
+  # Every job would pin (K+1) x 113.6 MB of digest buffers with the default K
+  # (8 for one rank on 16 cores): an explicit, small K for the kit's jobs; the
+  # digest row measures K = 1..8 on its own.
+  export DIGEST_THREADS="${DIGEST_THREADS:-2}"
+  echo "DIGEST_THREADS=$DIGEST_THREADS for every job" >&2
+fi
 declare -A tolerance=([fp32]=1e-3 [tf32]=3e-2)
 
 rows=()
@@ -93,7 +116,8 @@ write_table() {
     printf '%s\n' "${rows[@]}"
   } >"$table.tmp" && mv "$table.tmp" "$table"
   # Every job's logs and receipts, without the state files (113.6 MB each).
-  tar -czf "$results/gpu-checks-logs.tar.gz.tmp" -C "$work" --exclude='*.safetensors' --exclude='gpu-checks-*' . 2>/dev/null &&
+  # '*.safetensors*': a half-written state.safetensors.tmp of a job cut off too.
+  tar -czf "$results/gpu-checks-logs.tar.gz.tmp" -C "$work" --exclude='*.safetensors*' --exclude='*.img' --exclude='gpu-checks-*' . 2>/dev/null &&
     mv "$results/gpu-checks-logs.tar.gz.tmp" "$results/gpu-checks-logs.tar.gz"
 }
 record() {  # record CHECK STATUS DETAIL
@@ -157,9 +181,22 @@ PY
   shopt -u nullglob
   printf '%s\n' "${dirs[@]}"
 }
+# "2.28.9": ncclGetVersion of the libnccl.so.2 the loader finds now.
+loaded_nccl_version() {
+  python3 - 2>/dev/null <<'PY' || echo "unknown"
+import ctypes
+library = ctypes.CDLL("libnccl.so.2")
+code = ctypes.c_int()
+library.ncclGetVersion(ctypes.byref(code))
+print(f"{code.value // 10000}.{code.value % 10000 // 100}.{code.value % 100}")
+PY
+}
 use_kit() {
   local -a dirs=() found=()
   local soname dir detail="" missing="" path_dirs=""
+  # A carry may drop the execute bits: restore those of the kit's programs and scripts.
+  chmod +x "$kit"/bin/* "$kit"/tests/gpu/*.sh "$kit"/bench/reference/*.sh "$kit"/criu/criu \
+    "$kit"/criu/criu-root/bin/criu "$kit"/criu/criu-root/lib/ld-linux-x86-64.so.2 2>/dev/null
   mapfile -t dirs < <(device_lib_dirs)
   while read -r soname; do
     [ -n "$soname" ] || continue
@@ -187,7 +224,12 @@ use_kit() {
     record "device libraries" FAIL "the loader cannot resolve:$unresolved (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
     finish
   fi
-  record "device libraries" PASS "$(printf '%s; ' "${found[@]}")kit $(sed -n 's/^commit: //p' "$kit/KIT.txt" | cut -c1-12)"
+  # The strict NCCL check runs only in jobs that form a communicator; the
+  # versions side by side say at once whether those would refuse.
+  local nccl_note
+  nccl_note="libnccl $(loaded_nccl_version) loaded, kit built with header $(sed -n 's/^nccl header: //p' "$kit/KIT.txt")"
+  echo "$nccl_note" >&2
+  record "device libraries" PASS "$(printf '%s; ' "${found[@]}")$nccl_note; kit $(sed -n 's/^commit: //p' "$kit/KIT.txt" | cut -c1-12)"
   bin="$kit/bin"
 }
 build_here() {
@@ -220,6 +262,15 @@ if [ -z "$gpu_name" ]; then
       HEARTBEAT_TIMEOUT_SECONDS=30 timeout -k 5 60 "$bin/dmlp-launch" --nproc 1 --grace 5 \
       >"$work/no-gpu.out" 2>&1
   record "cuda job" FAIL "rc=$?: $(last_error "$work/no-gpu.out")"
+  # The rows that need a GPU say why they did not run, in the programs' own words.
+  record "digest threads" SKIP "no GPU (gpu_bench --digest-sweep times the GPU step)"
+  if [ -x "$bin/cuda_freeze" ]; then
+    "$bin/cuda_freeze" state $$ >"$work/cuda-freeze-no-gpu.out" 2>&1
+    record "freeze cuda" SKIP "rc=$?: $(last_error "$work/cuda-freeze-no-gpu.out")"
+  else
+    record "freeze cuda" SKIP "no cuda_freeze in $bin"
+  fi
+  record "fidelity jax" SKIP "no GPU (XLA:GPU against XLA:CPU needs one)"
   finish
 fi
 
@@ -343,16 +394,18 @@ if timeout -k 5 "$job_timeout" "$bin/gpu_bench" --precision both >"$work/gpu_ben
 else
   record "gpu_bench" FAIL "$(last_error "$work/gpu_bench.err")"
 fi
-# Digest throughput against its thread count, and 8 pipelines at once (the
-# target runs 8 ranks per host): a slot for when gpu_bench measures it (issue 13 item 4).
-if "$bin/gpu_bench" --help 2>&1 | grep -q -- --digest-threads; then
-  if timeout -k 5 "$job_timeout" "$bin/gpu_bench" --digest-threads >"$work/digest_bench.out" 2>&1; then
-    record "digest threads" INFO "$(grep -E '^digest' "$work/digest_bench.out" | tr '\n' ' ')"
-  else
-    record "digest threads" FAIL "$(last_error "$work/digest_bench.out")"
-  fi
+# Digest throughput against its thread count K, one pipeline and 8 at once
+# (the target runs 8 ranks per host), and the GPU step with/without it.
+digest_row="$("$script_dir/digest_row.sh" "$bin" "$work/digest_sweep.out" "$job_timeout")"
+record "digest threads" "${digest_row%% *}" "${digest_row#* }"
+
+# ---- 6. the reference's samples and init on XLA:GPU vs XLA:CPU (issue 26) --------
+if timeout -k 5 "$job_timeout" "${DMLP_GPU_PYTHON:-python3}" "$script_dir/fidelity_jax.py" \
+     >"$work/fidelity.out" 2>"$work/fidelity.err"; then
+  record "fidelity jax" INFO "$(sed 's/^fidelity //' "$work/fidelity.out" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
 else
-  record "digest threads" SKIP "gpu_bench has no --digest-threads yet"
+  rc=$?
+  record "fidelity jax" "$([ "$rc" -eq 3 ] && echo SKIP || echo FAIL)" "rc=$rc: $(tail -n 2 "$work/fidelity.err" | tr '\n' ' ')"
 fi
 
 if [ "${GPU_CHECK_SKIP_REFERENCE:-0}" = 1 ]; then
@@ -381,5 +434,27 @@ else
     fi
   done
 fi
+
+# ---- 7. frozen and restored (issue 26); last, so a run cut off loses only these -----------------------------------------
+# A 1-rank job and a 2-rank gloo job on the one GPU: CUDA checkpoint, CRIU dump
+# of the whole job, down longer than its heartbeat, CRIU restore, CUDA restore
+# (tests/gpu/freeze_row.sh). CRIU comes with the kit (make_kit.sh: criu/).
+# Without a kit, tools/criu.sh bundles one the same way (DMLP_CRIU_DIR to reuse one).
+if [ -n "$kit" ]; then
+  criu_dir="$kit/criu"
+else
+  criu_dir="${DMLP_CRIU_DIR:-$work/criu}"
+  if [ ! -x "$criu_dir/criu" ] && [ -x "$repo/tools/criu.sh" ]; then
+    "$repo/tools/criu.sh" --bundle "$criu_dir" >&2
+  fi
+fi
+for freeze_job in "1 rank:1" "2 ranks gloo:2 COLLECTIVES=gloo DATA_SHARDS=2"; do
+  read -r -a freeze_args <<<"${freeze_job#*:}"
+  take_port
+  freeze_row="$(FREEZE_ROW_PORT="$port" FREEZE_ROW_TIMEOUT="$job_timeout" \
+    "$script_dir/freeze_row.sh" "$bin" "$criu_dir" "$work/freeze" "cuda-${freeze_args[0]}" \
+    "${freeze_args[0]}" cuda "${freeze_args[@]:1}" 2>>"$work/freeze.log")"
+  record "freeze ${freeze_job%%:*}" "${freeze_row%% *}" "${freeze_row#* }"
+done
 
 finish

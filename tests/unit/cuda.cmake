@@ -7,6 +7,7 @@ if(DMLP_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/cuda_backend_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_data_init_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_device_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_freeze_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_mlp_test.cc
@@ -14,7 +15,7 @@ if(DMLP_HAVE_CUDA)
   )
   # dmlp_trainer_core: the CPU backend and FoldShardsInOrder, the references.
   target_link_libraries(cuda_test PRIVATE dmlp_backend_cuda dmlp_trainer_core dmlp_mlp_cpu
-                        GTest::gtest_main)
+                        dmlp_cuda_freeze GTest::gtest_main)
   gtest_discover_tests(cuda_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 else()
   # Without CUDA the backend library is the stub: its error text is what users see.

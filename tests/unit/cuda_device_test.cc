@@ -7,15 +7,19 @@
 #include <string>
 
 #include "cuda_test_util.h"
+#include "device_plan_test_util.h"
 #include "rendezvous_test_util.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/device_select.h"
+#include "trainer/memory_plan.h"
 #include "trainer/plan.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
 namespace {
+
+using testing::LocalRankPlan;
 
 Status FailingCudaCall() {
   CUDA_CHECK(cudaErrorMemoryAllocation);
@@ -92,7 +96,8 @@ TEST(CudaDevice, NoGpuIsCudaUnavailable) {
   if (count.ok()) GTEST_SKIP() << "this machine has " << *count << " GPU(s)";
   EXPECT_EQ(count.status().code(), "CUDA_UNAVAILABLE");
   EXPECT_FALSE(count.status().detail().empty());
-  const Result<cuda::DeviceFacts> selected = cuda::SelectDevice(0);
+  const Result<cuda::DeviceFacts> selected =
+      cuda::SelectDevice(LocalRankPlan(1, 0, CollectivesKind::kNccl));
   ASSERT_FALSE(selected.ok());
   EXPECT_EQ(selected.status().code(), "CUDA_UNAVAILABLE");
 }
@@ -119,13 +124,14 @@ TEST(CudaDevice, NoGpuBackendIsCudaUnavailable) {
 TEST(CudaDevice, MoreLocalRanksThanGpusIsLayoutInvalid) {
   DMLP_REQUIRE_GPU();
   const int count = *cuda::VisibleDeviceCount();
-  const Result<cuda::DeviceFacts> selected = cuda::SelectDevice(count);
+  const Result<cuda::DeviceFacts> selected =
+      cuda::SelectDevice(LocalRankPlan(count + 1, count, CollectivesKind::kNccl));
   ASSERT_FALSE(selected.ok());
   EXPECT_EQ(selected.status().code(), "DEVICE_LAYOUT_INVALID");
   EXPECT_NE(selected.status().detail().find("LOCAL_RANK " + std::to_string(count)),
             std::string::npos)
       << selected.status().ToString();
-  const Result<cuda::DeviceFacts> first = cuda::SelectDevice(0);
+  const Result<cuda::DeviceFacts> first = cuda::SelectDevice(LocalRankPlan(1, 0, CollectivesKind::kNccl));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_GT(first->sm_count, 0);
   EXPECT_FALSE(first->name.empty());
@@ -136,12 +142,32 @@ TEST(CudaDevice, MoreLocalRanksThanGpusIsLayoutInvalid) {
 TEST(CudaDevice, SharedDevicesWrapAroundTheVisibleOnes) {
   DMLP_REQUIRE_GPU();
   const int count = *cuda::VisibleDeviceCount();
-  const Result<cuda::DeviceFacts> shared = cuda::SelectDevice(count, /*share_devices=*/true);
+  const Result<cuda::DeviceFacts> shared =
+      cuda::SelectDevice(LocalRankPlan(count + 2, count, CollectivesKind::kGloo));
   ASSERT_TRUE(shared.ok()) << shared.status().ToString();
   EXPECT_EQ(shared->index, 0);
-  const Result<cuda::DeviceFacts> next = cuda::SelectDevice(count + 1, true);
+  const Result<cuda::DeviceFacts> next =
+      cuda::SelectDevice(LocalRankPlan(count + 2, count + 1, CollectivesKind::kGloo));
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_EQ(next->index, 1 % count);
+}
+
+// The memory check before the backend selects as the backend does (issue 26:
+// rank 1 of a gloo job on one GPU failed here with DEVICE_LAYOUT_INVALID).
+TEST(CudaDevice, MemoryCheckSelectsTheSharedDevice) {
+  DMLP_REQUIRE_GPU();
+  const int count = *cuda::VisibleDeviceCount();
+  const Result<DeviceMemory> memory =
+      CudaDeviceMemory(LocalRankPlan(2 * count, count, CollectivesKind::kGloo));
+  ASSERT_TRUE(memory.ok()) << memory.status().ToString();
+  EXPECT_EQ(memory->slot.ordinal, 0);
+  EXPECT_EQ(memory->slot.ranks_on_device, 2);
+  EXPECT_GT(memory->free_bytes, 0u);
+  Plan plan = LocalRankPlan(2 * count, count, CollectivesKind::kGloo);
+  plan.data_shards = 2 * count;
+  plan.batch = 4 * plan.data_shards;
+  plan.model = {4, 8, 1, 3};
+  EXPECT_TRUE(CheckPlanMemory(plan, 2).ok());
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ TEST(NcclVersion, ThisBuildRunsWithItsOwnNccl) {
   const Result<std::string> version = cuda::CheckedNcclLibraryVersion();
   ASSERT_TRUE(version.ok()) << version.status().ToString();
   EXPECT_EQ(*version, cuda::NcclVersionText(NCCL_VERSION_CODE));
+  // The unchecked version (jobs without a communicator) names the same library.
+  const Result<std::string> loaded = cuda::NcclLibraryVersion();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(*loaded, *version);
 }
 
 }  // namespace

@@ -22,8 +22,13 @@ namespace {
 constexpr size_t kImageBytes = 4096;
 
 std::atomic<int> live_buffers{0};
+// Copies begun and not yet waited for, and buffers freed while one was pending
+// (on CUDA: cudaFreeHost under a cudaMemcpyAsync still writing into it).
+std::atomic<int> unwaited_copies{0};
+std::atomic<int> freed_under_a_copy{0};
 void FreeCounted(uint8_t* buffer) {
   --live_buffers;
+  if (unwaited_copies.load() != 0) ++freed_under_a_copy;
   delete[] buffer;
 }
 
@@ -58,8 +63,10 @@ class FakeBackend final : public Backend {
       max_in_flight = std::max(max_in_flight, snapshots_begun - snapshots_sunk);
     }
     const int64_t fail_at = fail_copy_at_;
+    ++unwaited_copies;
     // The copy "lands" when the waiter runs: early steps late, so hashers overtake.
     return SnapshotWaiter([buffer, version, fail_at]() -> Status {
+      --unwaited_copies;
       std::this_thread::sleep_for(std::chrono::milliseconds((7 - version % 4) * 2));
       if (version == fail_at) return Status::Error("FAKE_COPY_ERROR", "the copy failed");
       FillImage(version, buffer);
@@ -164,6 +171,34 @@ TEST(DigestPipelineTest, ASinkFailureStopsEverythingAfterIt) {
     ASSERT_EQ(outcome.records.size(), 5u) << threads << " hashers";
     EXPECT_EQ(outcome.records.back().substr(0, 2), "5 ");
   }
+}
+
+// A step dropped after an earlier failure still has its copy in flight: the
+// pipeline waits for it before the buffer can be freed (issue 26). One hasher:
+// step 1's sink fails only once step 2 is submitted, so step 2 is dropped.
+TEST(DigestPipelineTest, ADroppedStepsCopyIsWaitedForBeforeItsBufferGoes) {
+  unwaited_copies = 0;
+  freed_under_a_copy = 0;
+  {
+    FakeBackend backend;
+    std::atomic<bool> second_submitted{false};
+    DigestPipeline pipeline(
+        backend, kImageBytes,
+        [&](int64_t step, const std::string&, const std::string&, const uint8_t*) -> Status {
+          while (!second_submitted) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          return step == 1 ? Status::Error("FAKE_SINK_ERROR", "sink refused") : Status::Ok();
+        },
+        1);
+    ASSERT_TRUE(pipeline.Start().ok());
+    ASSERT_TRUE(backend.Update(1, 0).ok());
+    ASSERT_TRUE(pipeline.Submit(1, "loss1").ok());
+    ASSERT_TRUE(backend.Update(2, 0).ok());
+    EXPECT_TRUE(pipeline.Submit(2, "loss2").ok());  // a buffer was free: no failure yet
+    second_submitted = true;
+    EXPECT_EQ(pipeline.Drain().ToString(), "FAKE_SINK_ERROR: sink refused");
+  }
+  EXPECT_EQ(unwaited_copies.load(), 0);
+  EXPECT_EQ(freed_under_a_copy.load(), 0);
 }
 
 TEST(DigestPipelineTest, DefaultThreadsAreHalfTheCpusPerRankFromOneToEight) {

@@ -41,6 +41,22 @@ TEST(Comparability, WhatNeverChangesABitIsIgnored) {
   EXPECT_EQ(CompareSetups(Doc(), other).kind, Comparability::Kind::kMustMatch);
 }
 
+// Two GPUs of one model in two hosts: their PCI bus ids, ordinals and memory
+// sizes (which builds before issue 26 put in the fingerprint) decide no bits.
+TEST(Comparability, TwoGpusOfOneModelCompare) {
+  ResultDoc golden = Doc(), run = Doc();
+  golden.fingerprint["device"] = {{"name", "NVIDIA H200"}, {"sm_count", 132},
+                                  {"pci_bus_id", "0000:19:00.0"}, {"ordinal", 0},
+                                  {"memory_bytes", 150121545728}};
+  run.fingerprint["device"] = {{"name", "NVIDIA H200"}, {"sm_count", 132},
+                               {"pci_bus_id", "0000:3B:00.0"}, {"ordinal", 3},
+                               {"memory_bytes", 150122070016}};
+  Comparability result = CompareSetups(golden, run);
+  EXPECT_EQ(result.kind, Comparability::Kind::kMustMatch) << testing::PrintToString(result.reasons);
+  run.fingerprint["device"]["sm_count"] = 114;  // another model's bits
+  EXPECT_EQ(CompareSetups(golden, run).kind, Comparability::Kind::kNotComparable);
+}
+
 TEST(Comparability, UnderAllreduceTheWorldSizeMatters) {
   ResultDoc golden = Doc(), run = Doc();
   golden.plan["reduction"] = run.plan["reduction"] = "allreduce";

@@ -29,10 +29,12 @@
 #include "trainer/cuda/gloo_staged.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/cuda/nccl_collectives.h"
+#include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/phase_profile.h"
 #include "trainer/cuda/stream_wait.h"
 #include "trainer/data.h"
 #include "trainer/device_macros.h"
+#include "trainer/nccl_defaults.h"
 #include "trainer/ordered_reduce.h"
 #include "trainer/rendezvous/rendezvous.h"
 
@@ -90,7 +92,7 @@ class CudaBackend final : public Backend {
 
   Status Initialize(Rendezvous& rendezvous) {
     const bool gloo = plan_.collectives == CollectivesKind::kGloo;
-    DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_.local_rank, /*share_devices=*/gloo));
+    DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_));
     DMLP_ASSIGN_OR_RETURN(stream_, CudaStream::Create());
     DMLP_ASSIGN_OR_RETURN(copy_stream_, CudaStream::Create());
     DMLP_ASSIGN_OR_RETURN(
@@ -129,7 +131,10 @@ class CudaBackend final : public Backend {
     DMLP_ASSIGN_OR_RETURN(state_ready_, CudaEvent::Create());
     DMLP_ASSIGN_OR_RETURN(stream_idle_, CudaEvent::Create());
     DMLP_ASSIGN_OR_RETURN(cublas_version_, cuda::CublasGemm::LibraryVersion());
-    DMLP_ASSIGN_OR_RETURN(nccl_version_, cuda::NcclComm::LibraryVersion());
+    // The strict header = library check only where a communicator will exist:
+    // a 1-rank or gloo job hands NCCL nothing, so a mismatch cannot hurt it.
+    DMLP_ASSIGN_OR_RETURN(nccl_version_, UsesNccl(plan_) ? cuda::NcclComm::LibraryVersion()
+                                                         : cuda::NcclLibraryVersion());
     if (plan_.num_processes > 1 && gloo) {
       DMLP_ASSIGN_OR_RETURN(comm_, cuda::GlooStagedCollectives::Connect(rendezvous));
     } else if (plan_.num_processes > 1) {
@@ -142,15 +147,14 @@ class CudaBackend final : public Backend {
   }
 
   nlohmann::json Fingerprint() const override {
+    // The device's PCI bus id, ordinal and memory size decide no bits: they
+    // are in Device(), not here, so runs on two GPUs of one model compare.
     return {{"platform", "cuda"},
             {"device",
              {{"name", device_.name},
               {"sm_count", device_.sm_count},
               {"compute_capability",
-               std::to_string(device_.compute_major) + "." + std::to_string(device_.compute_minor)},
-              {"memory_bytes", device_.total_memory},
-              {"pci_bus_id", device_.pci_bus_id},
-              {"ordinal", device_.index}}},
+               std::to_string(device_.compute_major) + "." + std::to_string(device_.compute_minor)}}},
             {"cuda_driver", cuda::VersionText(device_.driver_version)},
             {"cuda_runtime", cuda::VersionText(device_.runtime_version)},
             {"cublas", cublas_version_},
@@ -169,7 +173,8 @@ class CudaBackend final : public Backend {
   DeviceIdentity Device() const override {
     Result<cuda::DeviceFacts> now = cuda::DescribeDevice(device_.index);
     const cuda::DeviceFacts& facts = now.ok() ? *now : device_;
-    return {"cuda", facts.name, facts.uuid, facts.pci_bus_id, cuda::VersionText(facts.driver_version)};
+    return {"cuda",           facts.name,  facts.uuid, facts.pci_bus_id,
+            cuda::VersionText(facts.driver_version), facts.index, facts.total_memory};
   }
 
   Result<SnapshotBuffer> AllocateSnapshotBuffer() override {
@@ -453,13 +458,16 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-Result<uint64_t> CudaFreeDeviceMemory(const Plan& plan) {
+Result<DeviceMemory> CudaDeviceMemory(const Plan& plan) {
   cuda::SetErrorRank(static_cast<int>(plan.process_id));
-  DMLP_ASSIGN_OR_RETURN(cuda::DeviceFacts device, cuda::SelectDevice(plan.local_rank));
-  (void)device;
+  DMLP_ASSIGN_OR_RETURN(const int count, cuda::VisibleDeviceCount());
+  DeviceMemory memory;
+  DMLP_ASSIGN_OR_RETURN(memory.slot, DeviceSlotFor(plan, count));
+  DMLP_RETURN_IF_ERROR(cuda::SelectDevice(plan).status());
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return static_cast<uint64_t>(free_bytes);
+  memory.free_bytes = static_cast<uint64_t>(free_bytes);
+  return memory;
 }
 
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,

@@ -10,7 +10,7 @@ Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& /*plan*/,
   return Status::Error("PLATFORM_UNAVAILABLE", "dmlp was built without CUDA");
 }
 
-Result<uint64_t> CudaFreeDeviceMemory(const Plan& /*plan*/) {
+Result<DeviceMemory> CudaDeviceMemory(const Plan& /*plan*/) {
   return Status::Error("PLATFORM_UNAVAILABLE", "dmlp was built without CUDA");
 }
 

@@ -2,19 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
-
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/device_layout.h"
 
 namespace dmlp::cuda {
-namespace {
-
-std::string VisibleDevicesSetting() {
-  const char* value = std::getenv("CUDA_VISIBLE_DEVICES");
-  return value == nullptr ? "unset" : "\"" + std::string(value) + "\"";
-}
-
-}  // namespace
 
 Result<int> VisibleDeviceCount() {
   int count = 0;
@@ -35,19 +26,11 @@ Result<int> VisibleDeviceCount() {
   return count;
 }
 
-Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices) {
+Result<DeviceFacts> SelectDevice(const Plan& plan) {
   DMLP_ASSIGN_OR_RETURN(const int count, VisibleDeviceCount());
-  if (share_devices && local_rank >= 0) local_rank %= count;
-  if (local_rank < 0 || local_rank >= count) {
-    return Status::Error("DEVICE_LAYOUT_INVALID",
-                         "LOCAL_RANK " + std::to_string(local_rank) + " needs visible GPU " +
-                             std::to_string(local_rank) + " but " + std::to_string(count) +
-                             " GPU(s) are visible (CUDA_VISIBLE_DEVICES " +
-                             VisibleDevicesSetting() +
-                             "); run at most one rank per GPU, or set COLLECTIVES=gloo to share");
-  }
-  CUDA_CHECK(cudaSetDevice(static_cast<int>(local_rank)));
-  return DescribeDevice(static_cast<int>(local_rank));
+  DMLP_ASSIGN_OR_RETURN(const DeviceSlot slot, DeviceSlotFor(plan, count));
+  CUDA_CHECK(cudaSetDevice(slot.ordinal));
+  return DescribeDevice(slot.ordinal);
 }
 
 Result<DeviceFacts> DescribeDevice(int index) {

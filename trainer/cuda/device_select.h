@@ -1,16 +1,15 @@
 // defines: DeviceFacts, VisibleDeviceCount, SelectDevice, DescribeDevice, UuidText, VersionText
 //
-// One GPU per rank: rank with LOCAL_RANK r uses visible device r. A machine
-// without a driver or GPU is a clear CUDA_UNAVAILABLE error, never a crash;
-// fewer visible GPUs than local ranks is DEVICE_LAYOUT_INVALID — unless the
-// ranks may share GPUs (COLLECTIVES=gloo: no NCCL, which refuses two ranks on
-// one device), where rank r uses visible device r % count.
+// Which device a rank uses is decided by DeviceSlotFor (trainer/device_layout.h)
+// from the plan; this file asks the driver. A machine without a driver or GPU
+// is a clear CUDA_UNAVAILABLE error, never a crash.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "common/status.h"
+#include "trainer/plan.h"
 
 namespace dmlp::cuda {
 
@@ -32,10 +31,10 @@ struct DeviceFacts {
 /// is no driver, no device, or the driver is too old for this runtime.
 Result<int> VisibleDeviceCount();
 
-/// Makes device `local_rank` (`local_rank % count` when `share_devices`) current
-/// for the calling thread and describes it. CUDA_UNAVAILABLE as above;
-/// DEVICE_LAYOUT_INVALID when local_rank >= the count and devices are not shared.
-Result<DeviceFacts> SelectDevice(int64_t local_rank, bool share_devices = false);
+/// Makes the plan's device (DeviceSlotFor) current for the calling thread and
+/// describes it: the one selection the memory check and the backend share.
+/// CUDA_UNAVAILABLE as above; DEVICE_LAYOUT_INVALID from DeviceSlotFor.
+Result<DeviceFacts> SelectDevice(const Plan& plan);
 
 /// Describes visible device `index` as the driver sees it now (not cached: a
 /// process restored by cuda-checkpoint may run on another GPU than it started on).

@@ -17,22 +17,6 @@ namespace {
 constexpr char kUniqueIdKey[] = "dmlp/nccl-unique-id";
 constexpr std::chrono::milliseconds kInitPoll{1};
 
-// Freeze/restore (cuda-checkpoint + CRIU) breaks on CUDA IPC and host shared
-// memory, which NCCL uses by default between ranks of one host (its P2P, SHM
-// and NVLS transports). Unless the user set these variables, NCCL is left only
-// its network transport (sockets; NCCL_SOCKET_IFNAME stays the user's choice).
-// Set before the first NCCL call of the process (ncclGetUniqueId already starts
-// NCCL's bootstrap thread, which reads the environment: a setenv running
-// beside a getenv is a data race in glibc), and visible to the fingerprint's
-// NCCL_* list.
-void DefaultToFreezableTransports() {
-  for (const auto& [name, value] :
-       {std::pair{"NCCL_SHM_DISABLE", "1"}, std::pair{"NCCL_P2P_DISABLE", "1"},
-        std::pair{"NCCL_NVLS_ENABLE", "0"}}) {
-    setenv(name, value, /*overwrite=*/0);
-  }
-}
-
 }  // namespace
 
 NcclComm::NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milliseconds heartbeat,
@@ -45,7 +29,6 @@ NcclComm::NcclComm(ncclComm_t comm, int rank, int world_size, std::chrono::milli
 
 Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
                                                    std::chrono::milliseconds heartbeat) {
-  DefaultToFreezableTransports();
   const int rank = rendezvous.rank();
   const int world_size = rendezvous.world_size();
   ncclUniqueId id;

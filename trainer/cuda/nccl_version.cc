@@ -17,6 +17,13 @@ std::string LoadedNcclPath() {
   return info.dli_fname;
 }
 
+// ncclGetVersion of the library the loader took.
+Result<int> LoadedNcclVersionCode() {
+  int code = 0;
+  NCCL_CHECK(nullptr, ncclGetVersion(&code));
+  return code;
+}
+
 }  // namespace
 
 std::string NcclVersionText(int code) {
@@ -33,9 +40,13 @@ Status CompareNcclVersions(int header_code, int library_code, const std::string&
                            "): dmlp was compiled with another NCCL than the one it loaded");
 }
 
+Result<std::string> NcclLibraryVersion() {
+  DMLP_ASSIGN_OR_RETURN(const int code, LoadedNcclVersionCode());
+  return NcclVersionText(code);
+}
+
 Result<std::string> CheckedNcclLibraryVersion() {
-  int code = 0;
-  NCCL_CHECK(nullptr, ncclGetVersion(&code));
+  DMLP_ASSIGN_OR_RETURN(const int code, LoadedNcclVersionCode());
   DMLP_RETURN_IF_ERROR(CompareNcclVersions(NCCL_VERSION_CODE, code, LoadedNcclPath()));
   return NcclVersionText(code);
 }

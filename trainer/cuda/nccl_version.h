@@ -1,4 +1,4 @@
-// defines: NcclVersionText, CompareNcclVersions, CheckedNcclLibraryVersion
+// defines: NcclVersionText, CompareNcclVersions, NcclLibraryVersion, CheckedNcclLibraryVersion
 //
 // NCCL's header and library arrive separately (libnccl-dev and libnccl2, a
 // toolkit folder, a wheel, LD_LIBRARY_PATH), and nothing in the compiler or
@@ -22,6 +22,11 @@ std::string NcclVersionText(int code);
 /// OK when the codes are equal; otherwise NCCL_VERSION_MISMATCH:
 /// "header 2.28.9, library 2.25.1 (/usr/lib/x86_64-linux-gnu/libnccl.so.2)".
 Status CompareNcclVersions(int header_code, int library_code, const std::string& library_path);
+
+/// The version of the NCCL library this process runs with ("2.25.1"), not
+/// compared with the header: for a process that creates no communicator
+/// (1 rank, COLLECTIVES=gloo), where a mismatch cannot matter (issue 26).
+Result<std::string> NcclLibraryVersion();
 
 /// The version of the NCCL library this process runs with ("2.25.1"), after
 /// CompareNcclVersions against the header it was compiled with (NCCL_VERSION_CODE).

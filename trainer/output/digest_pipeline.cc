@@ -98,11 +98,16 @@ void DigestPipeline::RecordFailure(uint64_t sequence, const Status& status) {
 }
 
 Status DigestPipeline::HashJob(const Job& job, std::string& digest) {
+  bool dropped = false;
   {
     std::unique_lock lock(mutex_);
-    if (job.sequence >= failed_sequence_) return Status::Ok();  // dropped: no need to hash
+    dropped = job.sequence >= failed_sequence_;
   }
   Status copied = job.waiter();
+  // Dropped after an earlier failure: no need to hash, but the copy was waited
+  // for above, since on CUDA it is a DMA into this pinned buffer that would
+  // still be writing when the buffer is reused or freed. Its error is moot.
+  if (dropped) return Status::Ok();
   if (!copied.ok()) return copied.WithContext("digest of step " + std::to_string(job.step));
   const auto start = std::chrono::steady_clock::now();
   digest = DigestStateStep(buffers_[job.buffer].get(), image_bytes_);

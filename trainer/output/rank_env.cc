@@ -39,11 +39,16 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
 std::string EnvFileName(int64_t rank) { return "rank-" + std::to_string(rank) + ".env.jsonl"; }
 
 nlohmann::json DeviceDocument(const DeviceIdentity& device) {
-  return {{"kind", device.kind},
-          {"name", device.name},
-          {"uuid", device.uuid},
-          {"pci_bus_id", device.pci_bus_id},
-          {"driver", device.driver}};
+  nlohmann::json document = {{"kind", device.kind},
+                             {"name", device.name},
+                             {"uuid", device.uuid},
+                             {"pci_bus_id", device.pci_bus_id},
+                             {"driver", device.driver}};
+  if (device.ordinal >= 0) {
+    document["ordinal"] = device.ordinal;
+    document["memory_bytes"] = device.memory_bytes;
+  }
+  return document;
 }
 
 nlohmann::json EnvLine(int64_t rank, const std::string& event, int64_t after_step,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tests/gpu/digest_row.sh (the kit's "digest threads" row) against two
+# stand-ins for gpu_bench, without a GPU:
+#   1. a gpu_bench from before issue 26: --help lists --digest-threads, which
+#      takes a value; called without one it stops at CLI11's error. The row
+#      must SKIP (the old row grepped --help for --digest-threads and FAILed).
+#   2. a gpu_bench with --digest-sweep whose host figures come from the real
+#      digest_bench (small image) and whose GPU ratios are fixed: the row
+#      must report every K = 1, 2, 4, 8 for 1 and 8 pipelines, PASS at a ratio
+#      <= 1.05 for the default K and MISS above it; a K missing is a FAIL.
+# Usage: digest_row_test.sh DIGEST_ROW_SH DIGEST_BENCH
+set -uo pipefail
+row="$1" digest_bench="$2"
+work="$(mktemp -d -t dmlp26-digest-row.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+expect() {  # expect NAME WANTED_REGEX ACTUAL
+  if [[ "$3" =~ $2 ]]; then echo "ok: $1"; else echo "FAILED: $1: wanted /$2/, got: $3"; failures=1; fi
+}
+
+mkdir -p "$work/old" "$work/new"
+cat >"$work/old/gpu_bench" <<'SH'
+#!/usr/bin/env bash
+case "$*" in
+  --help) echo "  --digest-threads INT:INT in [1 - 64]  DIGEST_THREADS"; exit 0 ;;
+  --digest-threads) echo "--digest-threads: 1 required INT:INT in [1 - 64] missing"; exit 109 ;;
+esac
+exit 1
+SH
+# The sweep's lines as gpu_bench prints them: host figures measured by
+# digest_bench, GPU figures from DIGEST_ROW_RATIO (ratio per K).
+cat >"$work/new/gpu_bench" <<SH
+#!/usr/bin/env bash
+case "\$*" in
+  --help) echo "  --digest-sweep   only the digest"; exit 0 ;;
+  --digest-sweep) ;;
+  *) exit 1 ;;
+esac
+echo "digest_sweep_default_threads=\${DIGEST_ROW_DEFAULT_K:-2}"
+"$digest_bench" --image-bytes 2000000 --steps 2 --pipelines 1,8 --threads \${DIGEST_ROW_THREADS:-1,2,4,8} |
+  awk -v ratio="\${DIGEST_ROW_RATIO:-1.010}" '{ if (\$0 ~ / pipelines=1 /) \$0 = \$0 " gpu_step_ms=40.00 gpu_step_with_digest_ms=40.40 ratio=" ratio; print }'
+SH
+chmod +x "$work/old/gpu_bench" "$work/new/gpu_bench"
+
+expect "a gpu_bench without the sweep is a SKIP" '^SKIP gpu_bench has no --digest-sweep' \
+  "$("$row" "$work/old" "$work/old.out" 60)"
+
+result="$("$row" "$work/new" "$work/new.out" 120)"
+expect "the sweep's figures for every K" \
+  '^PASS 2\.0 MB image; K=1: [0-9.]+ GB/s, 8x[0-9.]+ GB/s, step x1\.010; K=2: .*K=8: [0-9.]+ GB/s, 8x[0-9.]+ GB/s, step x1\.010; default K=2' \
+  "$result"
+expect "a ratio over 1.05 is a MISS" '^MISS ' \
+  "$(DIGEST_ROW_RATIO=1.200 "$row" "$work/new" "$work/new.out" 120)"
+expect "a K without figures is a FAIL" '^FAIL no figures for K=8' \
+  "$(DIGEST_ROW_THREADS=1,2,4 "$row" "$work/new" "$work/new.out" 120)"
+exit "$failures"
