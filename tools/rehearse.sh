@@ -51,7 +51,8 @@
 # Cache (DMLP_REHEARSAL_DIR, default /var/tmp/dmlp-rehearsal): the roots, the
 # wheels, ccache, podman's storage (the stand-in and the built image).
 # DMLP_REHEARSAL_NAME (default dmlp-rehearsal) prefixes the images and
-# containers of part 4. Mounts (/proc, /dev, /dev/shm, the wheels) live in a private
+# containers of part 4; DMLP_REHEARSAL_DOCKERFILE is the Dockerfile it builds
+# (default the repository's; the context is always the repository). Mounts (/proc, /dev, /dev/shm, the wheels) live in a private
 # mount and PID namespace and are unmounted by a trap; the script checks that
 # none is left and no process runs in the root afterwards. Prints what it used
 # and a last line `rehearse: PASS` or `rehearse: FAIL (<step>)`.
@@ -89,6 +90,10 @@ standin_label="stand-in for nvidia/cuda:12.8.1-devel-ubuntu24.04, made by tools/
 podman=(podman --root "$cache/containers" --runroot "/run/$name-containers" --storage-driver overlay
         --events-backend file --runtime runc --cgroup-manager cgroupfs)
 ulimits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+# The Dockerfile part 4 builds. Another (DMLP_REHEARSAL_DOCKERFILE) shows a
+# mistake planted in it failing the rehearsal: planted in the repository's,
+# it would change the build context and so rebuild the build stage.
+dockerfile=${DMLP_REHEARSAL_DOCKERFILE:-$repo/Dockerfile}
 
 say() { printf 'rehearse: %s\n' "$*"; }
 section() { printf '\n== rehearse: %s ==\n' "$*"; }
@@ -467,14 +472,17 @@ stamped() {  # each line with the seconds since the step began
 # The unchanged Dockerfile, every stage, on the stand-in; `podman build` is
 # `docker build` here (README "Docker"); the build stage runs the test suite.
 image_build() {
-  local dirty=true
+  local dirty=true status=0
   [[ -n "$(git -C "$repo" status --porcelain)" ]] || dirty=false
   "${podman[@]}" build --isolation chroot "${ulimits[@]}" --build-arg BASE_IMAGE="$standin" \
     --build-arg DMLP_GIT_COMMIT="$(git -C "$repo" rev-parse HEAD)" --build-arg DMLP_GIT_DIRTY="$dirty" \
-    -t "$image" -f "$repo/Dockerfile" "$repo" 2>&1 | stamped | tee "$cache/image-build.log"
+    -t "$image" -f "$dockerfile" "$repo" 2>&1 | stamped | tee "$cache/image-build.log" || status=$?
+  echo "podman build: the seconds each step began at (a cached step takes none):"
+  grep -E '^ *[0-9]+\| (\[[0-9]+/[0-9]+\] )?STEP ' "$cache/image-build.log" | cut -c1-120 | sed 's/^/  /'
+  [[ $status -eq 0 ]] || return "$status"
   # The base stage alone (its layers are cached): what the final stage adds to it.
   "${podman[@]}" build --isolation chroot "${ulimits[@]}" --build-arg BASE_IMAGE="$standin" \
-    --target base -t "$image-base" -f "$repo/Dockerfile" "$repo" >/dev/null 2>&1
+    --target base -t "$image-base" -f "$dockerfile" "$repo" >/dev/null 2>&1
 }
 
 # Size, the final stage's layers, and what it adds to the base stage: the
