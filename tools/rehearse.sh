@@ -83,11 +83,11 @@ system_libstdcxx=/opt/system-libstdc++
 # runc and cgroupfs (crun refuses hybrid cgroups), ulimits a sandbox allows.
 standin_root=$cache/standin-root
 cuda_toolkit=${DMLP_REHEARSAL_CUDA:-/usr/local/cuda}
-name=${DMLP_REHEARSAL_NAME:-dmlp-rehearsal}
-standin=localhost/$name-standin:trixie-cuda
-image=localhost/$name-image:latest
+rehearsal_name=${DMLP_REHEARSAL_NAME:-dmlp-rehearsal}
+standin=localhost/$rehearsal_name-standin:trixie-cuda
+image=localhost/$rehearsal_name-image:latest
 standin_label="stand-in for nvidia/cuda:12.8.1-devel-ubuntu24.04, made by tools/rehearse.sh"
-podman=(podman --root "$cache/containers" --runroot "/run/$name-containers" --storage-driver overlay
+podman=(podman --root "$cache/containers" --runroot "/run/$rehearsal_name-containers" --storage-driver overlay
         --events-backend file --runtime runc --cgroup-manager cgroupfs)
 ulimits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 # The Dockerfile part 4 builds. Another (DMLP_REHEARSAL_DOCKERFILE) shows a
@@ -459,7 +459,7 @@ standin_image() {
   # shellcheck disable=SC2016  # the container's bash expands them
   "${podman[@]}" run --rm "${ulimits[@]}" --network none "$standin" bash -c '
     . /etc/os-release; echo "stand-in: $PRETTY_NAME ($VARIANT)"
-    echo "stand-in: $(g++ --version | head -n 1); nvcc $(nvcc --version | tail -n 1)"
+    echo "stand-in: $(g++ --version | head -n 1); nvcc $(nvcc --version | grep -o "release .*")"
     echo "stand-in: NCCL $(sed -n "s/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\)/\2/p" /usr/include/nccl.h | paste -sd.)"'
   echo "stand-in: $("${podman[@]}" image inspect --format '{{.Size}}' "$standin" | numfmt --to=iec) image"
 }
@@ -504,8 +504,15 @@ image_contents() {
   echo "  ${added//$'\n'/$'\n'  }"
   stray=$(grep -vE '^\./(usr(/local(/(bin|share)(/dmlp)?)?)?|workspace)$|^\./usr/local/bin/dmlp-(launch|train|verify)$|^\./usr/local/share/dmlp/run\.sh$' <<<"$added" || true)
   if [[ -n "$stray" ]]; then echo "image: the final stage adds more than the programs: $stray"; status=1; fi
+  local wanted
+  for wanted in ./usr/local/bin/dmlp-launch ./usr/local/bin/dmlp-train ./usr/local/bin/dmlp-verify \
+                ./usr/local/share/dmlp/run.sh; do
+    grep -qxF "$wanted" <<<"$added" || { echo "image: the final stage lacks $wanted"; status=1; }
+  done
+  # Objects anywhere but the toolchain's (/usr/lib/gcc's crt*.o).
   build_tree=$(cd "$image_dir" && find . -xdev \( -path ./src -o -path ./opt/dmlp -o -name CMakeCache.txt \
-                 -o -name CMakeFiles -o -name '*.o' -o -name 'build.ninja' -o -name CTestTestfile.cmake \) -print | head)
+                 -o -name CMakeFiles -o -name 'build.ninja' -o -name CTestTestfile.cmake \
+                 -o \( -name '*.o' -not -path './usr/lib/*' \) \) -print | head)
   if [[ -n "$build_tree" ]]; then echo "image: build tree in the final image: $build_tree"; status=1; fi
   [[ $status -ne 0 ]] || echo "image: nothing of the build tree (/src, /opt/dmlp, CMake files, objects)"
   "${podman[@]}" image unmount "$image" "$image-base" >/dev/null
@@ -527,7 +534,7 @@ image_run() {
   mkdir -p "$cache/image-out"
   local id
   id=$("${podman[@]}" image inspect --format '{{.Id}}' "$image")
-  timeout 1200 "${podman[@]}" run --rm --name "$name-run" --network none "${ulimits[@]}" \
+  timeout 1200 "${podman[@]}" run --rm --name "$rehearsal_name-run" --network none "${ulimits[@]}" \
     -v "$cache/image-out:/workspace/out" -e OUT_DIR=/workspace/out/run-1 -e DMLP_IMAGE_ID="sha256:$id" \
     "${image_cpu_job[@]}" "$image"
 }
@@ -557,7 +564,7 @@ EOF
 }
 
 image_disk() {
-  echo "disk: podman storage $(du -sh "$cache/containers" | cut -f1) ($cache/containers), free $(df -h --output=avail "$cache" | tail -n 1 | tr -d ' ')"
+  echo "disk: podman storage $(du -shx "$cache/containers" | cut -f1) ($cache/containers), free $(df -h --output=avail "$cache" | tail -n 1 | tr -d ' ')"
 }
 
 start=$SECONDS
@@ -618,7 +625,7 @@ for dir in "$root" "$standin_root"; do
   if [[ -n "$left" ]]; then fail "processes left in $dir: $left"; else say "no process left in $dir"; fi
 done
 if [[ " ${parts[*]} " == *" image "* ]]; then
-  left=$("${podman[@]}" ps -a --format '{{.Names}}' --filter "name=^$name-")
+  left=$("${podman[@]}" ps -a --format '{{.Names}}' --filter "name=^$rehearsal_name-")
   if [[ -n "$left" ]]; then fail "containers left: $left"; else say "no container left"; fi
   left=$("${podman[@]}" image mount | cut -c1-100)
   if [[ -n "$left" ]]; then fail "images left mounted: $left"; else say "no image left mounted"; fi
