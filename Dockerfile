@@ -12,9 +12,15 @@
 # runs the CPU test suite; the final image is `base` plus the installed
 # programs, without the build tree. Every RUN below is a command CI also runs
 # (tools/test-all.sh, tools/install-deps.sh --build; see README "Docker"), and
-# tools/rehearse.sh runs the build stage's RUN lines as they are written here.
+# tools/rehearse.sh runs the build stage's RUN lines as they are written here
+# (part `trixie`) and builds and runs this whole file with podman (part `image`).
+# `podman build` works as `docker build` does (README "Docker").
 
-FROM nvidia/cuda:12.8.1-devel-ubuntu24.04 AS base
+# The base is a build argument so that `tools/rehearse.sh image` can build this
+# file, unchanged, on a stand-in base made where the real one cannot be pulled.
+# Its default is spec.json's base (image.agreement checks the two agree).
+ARG BASE_IMAGE=nvidia/cuda:12.8.1-devel-ubuntu24.04
+FROM ${BASE_IMAGE} AS base
 # Packages: exactly spec.json's image.apt (= tools/install-deps.sh --build).
 # NCCL (libnccl-dev 2.25.1+cuda12.8) and cuBLAS come with the base image,
 # pinned there with apt-mark hold; naming them would ask apt to change them.

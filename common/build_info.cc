@@ -9,6 +9,7 @@ extern const char kVersion[];
 extern const char kGitCommit[];
 extern const char kGitDirty[];
 extern const char kCompiler[];
+extern const char kSystem[];
 extern const char kCudaCompiler[];
 extern const char kCudaArchitectures[];
 extern const char kCudaToolkit[];
@@ -16,10 +17,11 @@ extern const char kNcclHeader[];
 }  // namespace build_id
 
 const BuildInfo& ThisBuild() {
-  static const BuildInfo build{build_id::kVersion,         build_id::kGitCommit,
-                               build_id::kGitDirty,        build_id::kCompiler,
-                               build_id::kCudaCompiler,    build_id::kCudaArchitectures,
-                               build_id::kCudaToolkit,     build_id::kNcclHeader};
+  static const BuildInfo build{build_id::kVersion,      build_id::kGitCommit,
+                               build_id::kGitDirty,     build_id::kCompiler,
+                               build_id::kSystem,       build_id::kCudaCompiler,
+                               build_id::kCudaArchitectures, build_id::kCudaToolkit,
+                               build_id::kNcclHeader};
   return build;
 }
 
@@ -28,6 +30,7 @@ nlohmann::json BuildDocument(const BuildInfo& build, const std::string& image_id
                         {"git_commit", build.git_commit},
                         {"git_dirty", build.git_dirty},
                         {"compiler", build.compiler}};
+  if (!build.system.empty()) doc["system"] = build.system;
   if (!build.cuda_compiler.empty()) doc["cuda_compiler"] = build.cuda_compiler;
   if (!build.cuda_architectures.empty()) doc["cuda_architectures"] = build.cuda_architectures;
   if (!build.cuda_toolkit.empty()) doc["cuda_toolkit"] = build.cuda_toolkit;
@@ -56,6 +59,7 @@ std::string VersionText(const std::string& program) {
   text += "commit: " + build.git_commit + (build.git_dirty == "true" ? " (with uncommitted changes)" : "") +
           (build.git_dirty == "unknown" ? " (uncommitted changes unknown)" : "") + "\n";
   text += "compiler: " + build.compiler + "\n";
+  if (!build.system.empty()) text += "built on: " + build.system + "\n";
   if (build.cuda_compiler.empty()) {
     text += "cuda: not built\n";
   } else {

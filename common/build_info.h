@@ -2,8 +2,8 @@
 //
 // The identity of the build a program runs from: dmlp's version, the git
 // commit of its sources (and whether they had uncommitted changes), the
-// compilers and, on the CUDA platform, the CUDA architectures and the toolkit
-// and NCCL headers it was compiled against. Written at build time
+// compilers, the system built on (/etc/os-release) and, on the CUDA platform,
+// the CUDA architectures and the toolkit and NCCL headers it was compiled against. Written at build time
 // (cmake/build_id.cmake), so two builds of different sources never look the
 // same. `--version` prints it, result.json and each rank's environment record
 // carry it, and `dmlp-verify --against` compares it.
@@ -26,6 +26,7 @@ struct BuildInfo {
   std::string git_commit;          // 40 hex digits, or "unknown"
   std::string git_dirty;           // "true", "false" or "unknown"
   std::string compiler;            // "GNU 12.2.0"
+  std::string system;              // the build machine's /etc/os-release PRETTY_NAME (VARIANT)
   std::string cuda_compiler;       // "NVIDIA 13.0.48"; empty without the CUDA platform
   std::string cuda_architectures;  // "89,90"; empty without the CUDA platform
   std::string cuda_toolkit;        // "13.0.48"; empty without the CUDA platform

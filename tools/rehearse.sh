@@ -7,7 +7,8 @@
 #   tools/rehearse.sh trixie          part 1 only
 #   tools/rehearse.sh cuda12          part 2 only
 #   tools/rehearse.sh kit             part 3 only
-#   tools/rehearse.sh --fresh [...]   make the Debian 13 root again first
+#   tools/rehearse.sh image           part 4 only
+#   tools/rehearse.sh --fresh [...]   make the Debian 13 roots and the stand-in base again first
 #
 # 1. trixie: a minimal Debian 13 root (debootstrap --variant=minbase), where
 #    tools/install-deps.sh --build installs the packages, then the Dockerfile's
@@ -35,15 +36,31 @@
 #    job, cuda_test skipping its GPU cases, the GPU runner failing with a
 #    clear message rather than a loader error (its GPU-only rows SKIP), and
 #    the freeze row's CPU half (the kit's CRIU) passing.
+# 4. image: the Dockerfile, unchanged, built by a real OCI builder (podman
+#    build --isolation chroot; every stage, the build stage's test suite
+#    included) FROM a stand-in base made here (BASE_IMAGE: a Debian 13 root
+#    with GCC 13 as gcc/g++ and this machine's CUDA toolkit at /usr/local/cuda,
+#    imported with podman import, labelled as a stand-in in its os-release,
+#    which the programs' build identity records). Then the final image runs as
+#    super runs it (run.sh; OUT_DIR on a volume; the CPU job's small size, as
+#    there is no GPU) with runc, cgroupfs and lowered ulimits; dmlp-verify on
+#    this machine checks the run; `--version` must name the commit passed in;
+#    the image's size, the final stage's layers and what it adds to the base
+#    stage (nothing of the build tree) and the disk the storage takes are
+#    printed. Podman keeps its own storage in the cache.
 #
-# Cache (DMLP_REHEARSAL_DIR, default /var/tmp/dmlp-rehearsal): the root, the
-# wheels, ccache. Mounts (/proc, /dev, /dev/shm, the wheels) live in a private
+# Cache (DMLP_REHEARSAL_DIR, default /var/tmp/dmlp-rehearsal): the roots, the
+# wheels, ccache, podman's storage (the stand-in and the built image).
+# DMLP_REHEARSAL_NAME (default dmlp-rehearsal) prefixes the images and
+# containers of part 4; DMLP_REHEARSAL_DOCKERFILE is the Dockerfile it builds
+# (default the repository's; the context is always the repository). Mounts (/proc, /dev, /dev/shm, the wheels) live in a private
 # mount and PID namespace and are unmounted by a trap; the script checks that
 # none is left and no process runs in the root afterwards. Prints what it used
 # and a last line `rehearse: PASS` or `rehearse: FAIL (<step>)`.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${DMLP_REHEARSAL_DIR:-/var/tmp/dmlp-rehearsal}
+minbase=$cache/trixie-minbase  # debootstrap's root, copied by every part that needs one
 root=$cache/trixie-root
 wheels=$cache/wheels
 jobs=${DMLP_JOBS:-$(nproc)}
@@ -62,6 +79,22 @@ root_extras=(g++-13 ccache)
 # libstdc++.so.6: first in g++-13's link search path (LDFLAGS), it replaces
 # g++-13's own libstdc++ at link time and nothing else (libgcc stays g++-13's).
 system_libstdcxx=/opt/system-libstdc++
+# Part 4. The names of its images and container; its podman storage, the
+# rehearsal's own (its disk use is the build's, and it clashes with nothing);
+# runc and cgroupfs (crun refuses hybrid cgroups), ulimits a sandbox allows.
+standin_root=$cache/standin-root
+cuda_toolkit=${DMLP_REHEARSAL_CUDA:-/usr/local/cuda}
+rehearsal_name=${DMLP_REHEARSAL_NAME:-dmlp-rehearsal}
+standin=localhost/$rehearsal_name-standin:trixie-cuda
+image=localhost/$rehearsal_name-image:latest
+standin_label="stand-in for nvidia/cuda:12.8.1-devel-ubuntu24.04, made by tools/rehearse.sh"
+podman=(podman --root "$cache/containers" --runroot "/run/$rehearsal_name-containers" --storage-driver overlay
+        --events-backend file --runtime runc --cgroup-manager cgroupfs)
+ulimits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+# The Dockerfile part 4 builds. Another (DMLP_REHEARSAL_DOCKERFILE) shows a
+# mistake planted in it failing the rehearsal: planted in the repository's,
+# it would change the build context and so rebuild the build stage.
+dockerfile=${DMLP_REHEARSAL_DOCKERFILE:-$repo/Dockerfile}
 
 say() { printf 'rehearse: %s\n' "$*"; }
 section() { printf '\n== rehearse: %s ==\n' "$*"; }
@@ -182,15 +215,22 @@ parts=()
 for argument in "$@"; do
   case "$argument" in
     --fresh) fresh=1 ;;
-    trixie | cuda12 | kit) parts+=("$argument") ;;
-    *) echo "usage: tools/rehearse.sh [--fresh] [trixie] [cuda12] [kit]" >&2; exit 2 ;;
+    trixie | cuda12 | kit | image) parts+=("$argument") ;;
+    *) echo "usage: tools/rehearse.sh [--fresh] [trixie] [cuda12] [kit] [image]" >&2; exit 2 ;;
   esac
 done
-[[ ${#parts[@]} -gt 0 ]] || parts=(trixie cuda12 kit)
+[[ ${#parts[@]} -gt 0 ]] || parts=(trixie cuda12 kit image)
 if [[ $(id -u) -ne 0 ]]; then echo "rehearse: needs root (debootstrap, chroot, mounts)" >&2; exit 2; fi
 mkdir -p "$cache"
 exec 9>"$cache/lock"  # one rehearsal at a time: both use the root, and the clean-up checks it
 if ! flock -n 9; then echo "rehearse: another rehearsal is running ($cache/lock)" >&2; exit 2; fi
+if [[ $fresh -eq 1 ]]; then
+  for dir in "$minbase" "$root" "$standin_root"; do
+    if [[ -n "$(mounted_under "$dir")" ]]; then echo "rehearse: $dir has mounts; not touching it" >&2; exit 2; fi
+    rm -rf "$dir"
+  done
+  if command -v podman >/dev/null && "${podman[@]}" image exists "$standin"; then "${podman[@]}" rmi -f "$standin" >/dev/null; fi
+fi
 
 failed=""
 fail() { failed=${failed:-$1}; say "FAILED: $1"; }
@@ -209,28 +249,40 @@ processes_in() {  # pids whose root directory is $1
   return 0
 }
 
+# make_root [DIR]: DIR (default: the trixie part's root) a Debian 13 root, a
+# copy of debootstrap's minimal one, which is made once and kept untouched.
 make_root() {
-  if [[ -n "$(mounted_under "$root")" ]]; then echo "rehearse: $root has mounts; not touching it" >&2; return 1; fi
-  if [[ $fresh -eq 1 ]]; then rm -rf "$root"; fi
-  if [[ ! -x "$root/usr/bin/apt-get" ]]; then
+  local dir=${1:-$root}
+  if [[ -n "$(mounted_under "$dir")" ]]; then echo "rehearse: $dir has mounts; not touching it" >&2; return 1; fi
+  if [[ ! -x "$minbase/usr/bin/apt-get" ]]; then
     command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >/dev/null
-    rm -rf "$root.partial"
-    mkdir -p "$cache"
-    debootstrap --variant=minbase trixie "$root.partial" "$mirror" >"$cache/debootstrap.log" 2>&1
-    mv "$root.partial" "$root"
+    rm -rf "$minbase.partial"
+    debootstrap --variant=minbase trixie "$minbase.partial" "$mirror" >"$cache/debootstrap.log" 2>&1
+    mv "$minbase.partial" "$minbase"
   fi
-  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  if [[ ! -x "$dir/usr/bin/apt-get" ]]; then
+    rm -rf "$dir.partial"
+    cp -a "$minbase" "$dir.partial"
+    mv "$dir.partial" "$dir"
+  fi
+  cp /etc/resolv.conf "$dir/etc/resolv.conf"
 }
 
-# in_root [--wheels] SCRIPT: runs SCRIPT with bash in the root, inside a mount
-# and PID namespace of its own (so nothing it mounts or starts outlives it),
-# with /proc, /dev and a /dev/shm mounted and unmounted again by a trap.
+# in_root [--wheels] [--root DIR] SCRIPT: runs SCRIPT with bash in the root
+# (default: the trixie part's), inside a mount and PID namespace of its own
+# (so nothing it mounts or starts outlives it), with /proc, /dev and a
+# /dev/shm mounted and unmounted again by a trap.
 in_root() {
-  local bind_wheels=0
-  if [[ "$1" == --wheels ]]; then bind_wheels=1; shift; fi
+  local bind_wheels=0 dir=$root
+  while [[ "$1" == --* ]]; do
+    case "$1" in
+      --wheels) bind_wheels=1; shift ;;
+      --root) dir=$2; shift 2 ;;
+    esac
+  done
   # shellcheck disable=SC2016  # the inner bash expands them
   unshare --mount --pid --fork --propagation private \
-    env ROOT="$root" WHEELS="$wheels/unpacked" BIND_WHEELS="$bind_wheels" SCRIPT="$1" bash -c '
+    env ROOT="$dir" WHEELS="$wheels/unpacked" BIND_WHEELS="$bind_wheels" SCRIPT="$1" bash -c '
       set -euo pipefail
       unmount() {
         for target in "$ROOT/wheels" "$ROOT/dev/shm" "$ROOT/dev" "$ROOT/proc"; do
@@ -317,6 +369,205 @@ fetch_wheels() {
   done
 }
 
+# ---- part 4: the image, built by podman on a stand-in base, run in a container ----
+# The stand-in for nvidia/cuda:12.8.1-devel-ubuntu24.04, which cannot be
+# pulled here: Debian 13 (GCC 13 as gcc/g++, as Ubuntu 24.04 has it) with a
+# CUDA toolkit at /usr/local/cuda laid out as NVIDIA's images lay it out, and
+# NCCL where their libnccl-dev puts it (/usr/include, /usr/lib/<arch>). The
+# toolkit is this machine's (DMLP_REHEARSAL_CUDA, default /usr/local/cuda):
+# PyPI has CUDA 12.8's headers and libraries but not its compiler driver (the
+# nvidia-cuda-nvcc-cu12 wheel holds ptxas and cicc, no nvcc, cudafe++ or
+# fatbinary), and the Dockerfile's build stage compiles the .cu files.
+standin_toolkit_parts=(libcudart.so libcudart_static.a libcudadevrt.a libculibos.a libcublas.so
+                       libcublasLt.so libcurand.so libnvvm.so stubs cmake)
+# run.sh as super runs it, with the CPU job's size of tools/main-job.sh (the
+# image's NUM_PROCESSES and DATA_SHARDS stay): there is no GPU here.
+image_cpu_job=(-e PLATFORM=cpu -e STEPS=20 -e BATCH=64 -e MICROBATCHES=2 -e FEATURES=64 -e WIDTH=128)
+
+cuda_toolkit_version() {  # "13.0.88": the release nvcc names
+  "$cuda_toolkit/bin/nvcc" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p'
+}
+
+standin_setup() {
+  in_root --root "$standin_root" "
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++-13 ca-certificates >/dev/null
+    # gcc and g++ are GCC 13 even after the Dockerfile installs Debian's g++
+    # (GCC 14): its /usr/bin/gcc and /usr/bin/g++ go to *.debian; cc and c++
+    # follow gcc and g++.
+    for tool in gcc g++; do
+      dpkg-divert --local --rename --divert /usr/bin/\$tool.debian --add /usr/bin/\$tool >/dev/null
+      ln -sfn \$tool-13 /usr/bin/\$tool
+    done
+    # g++-13 links against the system's libstdc++ (GCC 14's), as the trixie
+    # part does: Debian 13's Gloo and GoogleTest need it.
+    multiarch=\$(gcc-13 -print-multiarch)
+    dpkg-divert --local --rename --divert /usr/lib/gcc/\$multiarch/13/libstdc++.so.debian \
+      --add /usr/lib/gcc/\$multiarch/13/libstdc++.so >/dev/null
+    ln -sfn /usr/lib/\$multiarch/libstdc++.so.6 /usr/lib/gcc/\$multiarch/13/libstdc++.so
+    rm -rf /var/lib/apt/lists/*
+    # The label: os-release(5)'s VARIANT, which the build identity records.
+    cp --remove-destination /usr/lib/os-release /etc/os-release
+    printf '%s\n' 'VARIANT=\"$standin_label\"' VARIANT_ID=dmlp-stand-in >>/etc/os-release"
+}
+
+standin_cuda() {
+  local source version release dir
+  source=$(readlink -f "$cuda_toolkit")
+  version=$(cuda_toolkit_version)
+  release=${version%.*}
+  dir=$standin_root/usr/local/cuda-$release
+  rm -rf "$dir"
+  mkdir -p "$dir/targets/x86_64-linux/include" "$dir/targets/x86_64-linux/lib"
+  cp -a "$source/bin" "$source/nvvm" "$dir/"
+  # cuDNN is no part of the devel image; NCCL's headers are libnccl-dev's.
+  (cd "$source/include" && tar --exclude='./cudnn*' --exclude='./nccl*' -cf - .) |
+    tar -C "$dir/targets/x86_64-linux/include" -xf -
+  local -a libraries=()
+  mapfile -t libraries < <(cd "$source/lib" && for part in "${standin_toolkit_parts[@]}"; do compgen -G "$part*"; done)
+  (cd "$source/lib" && tar -cf - "${libraries[@]}") | tar -C "$dir/targets/x86_64-linux/lib" -xf -
+  ln -s targets/x86_64-linux/include "$dir/include"
+  ln -s targets/x86_64-linux/lib "$dir/lib64"
+  ln -sfn "cuda-$release" "$standin_root/usr/local/cuda"
+  cp -a "$source/include"/nccl* "$standin_root/usr/include/"
+  cp -a "$source/lib"/libnccl.so* "$standin_root/usr/lib/x86_64-linux-gnu/"
+  echo /usr/local/cuda/targets/x86_64-linux/lib >"$standin_root/etc/ld.so.conf.d/988_cuda-$release.conf"
+  in_root --root "$standin_root" ldconfig
+  echo "stand-in: CUDA $version from $source ($(du -sh "$dir" | cut -f1)), NCCL $(ls "$source/lib"/libnccl.so.*)"
+}
+
+# The stand-in image, made once and kept in the rehearsal's podman storage.
+standin_image() {
+  if "${podman[@]}" image exists "$standin"; then
+    echo "stand-in: $standin (cached; --fresh makes it again)"
+  else
+    if ! { make_root "$standin_root" && standin_setup && standin_cuda; }; then return 1; fi
+    local version
+    version=$(cuda_toolkit_version)
+    # The ENV of NVIDIA's devel images, with this toolkit's version.
+    tar -C "$standin_root" --numeric-owner --exclude='./proc/*' --exclude='./sys/*' --exclude='./dev/*' -cf - . |
+      "${podman[@]}" import \
+        --change "ENV PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+        --change "ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64" \
+        --change "ENV LIBRARY_PATH=/usr/local/cuda/lib64/stubs" \
+        --change "ENV CUDA_VERSION=$version" \
+        --change "ENV NVIDIA_VISIBLE_DEVICES=all" \
+        --change "ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility" \
+        --change "LABEL dmlp.stand-in=\"$standin_label\"" \
+        --message "$standin_label" - "$standin" >/dev/null || return 1
+    rm -rf "$standin_root"  # the image holds it
+  fi
+  # shellcheck disable=SC2016  # the container's bash expands them
+  "${podman[@]}" run --rm "${ulimits[@]}" --network none "$standin" bash -c '
+    . /etc/os-release; echo "stand-in: $PRETTY_NAME ($VARIANT)"
+    echo "stand-in: $(g++ --version | head -n 1); nvcc $(nvcc --version | grep -o "release .*")"
+    echo "stand-in: NCCL $(sed -n "s/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\)/\2/p" /usr/include/nccl.h | paste -sd.)"'
+  echo "stand-in: $("${podman[@]}" image inspect --format '{{.Size}}' "$standin" | numfmt --to=iec) image"
+}
+
+stamped() {  # each line with the seconds since the step began
+  local start=$SECONDS line
+  while IFS= read -r line; do printf '%5d| %s\n' $((SECONDS - start)) "$line"; done
+}
+
+# The unchanged Dockerfile, every stage, on the stand-in; `podman build` is
+# `docker build` here (README "Docker"); the build stage runs the test suite.
+image_build() {
+  local dirty=true status=0
+  [[ -n "$(git -C "$repo" status --porcelain)" ]] || dirty=false
+  "${podman[@]}" build --isolation chroot "${ulimits[@]}" --build-arg BASE_IMAGE="$standin" \
+    --build-arg DMLP_GIT_COMMIT="$(git -C "$repo" rev-parse HEAD)" --build-arg DMLP_GIT_DIRTY="$dirty" \
+    -t "$image" -f "$dockerfile" "$repo" 2>&1 | stamped | tee "$cache/image-build.log" || status=$?
+  echo "podman build: the seconds each step began at (a cached step takes none):"
+  grep -E '^ *[0-9]+\| (\[[0-9]+/[0-9]+\] )?STEP ' "$cache/image-build.log" | cut -c1-120 | sed 's/^/  /'
+  [[ $status -eq 0 ]] || return "$status"
+  # The base stage alone (its layers are cached): what the final stage adds to it.
+  "${podman[@]}" build --isolation chroot "${ulimits[@]}" --build-arg BASE_IMAGE="$standin" \
+    --target base -t "$image-base" -f "$dockerfile" "$repo" >/dev/null 2>&1
+}
+
+# Size, the final stage's layers, and what it adds to the base stage: the
+# installed programs and run.sh only, nothing of the build tree.
+image_contents() {
+  local layers base_layers
+  echo "image: $("${podman[@]}" image inspect --format '{{.Size}}' "$image" | numfmt --to=iec)," \
+    "stand-in $("${podman[@]}" image inspect --format '{{.Size}}' "$standin" | numfmt --to=iec)"
+  layers=$("${podman[@]}" history --format '{{.Size}}|{{.CreatedBy}}' "$image")
+  base_layers=$("${podman[@]}" history --format x "$image-base" | wc -l)
+  echo "final stage (above the base stage's $base_layers):"
+  head -n "$(($(wc -l <<<"$layers") - base_layers))" <<<"$layers" | cut -c1-150 | sed 's/^/  layer /'
+  local base_dir image_dir status=0
+  base_dir=$("${podman[@]}" image mount "$image-base") || return 1
+  image_dir=$("${podman[@]}" image mount "$image") || { "${podman[@]}" image unmount "$image-base" >/dev/null; return 1; }
+  local added stray build_tree
+  added=$(comm -13 <(cd "$base_dir" && find . | sort) <(cd "$image_dir" && find . | sort))
+  echo "final stage adds $(grep -c . <<<"$added") paths:"
+  echo "  ${added//$'\n'/$'\n'  }"
+  stray=$(grep -vE '^\./(usr(/local(/(bin|share)(/dmlp)?)?)?|workspace)$|^\./usr/local/bin/dmlp-(launch|train|verify)$|^\./usr/local/share/dmlp/run\.sh$' <<<"$added" || true)
+  if [[ -n "$stray" ]]; then echo "image: the final stage adds more than the programs: $stray"; status=1; fi
+  local wanted
+  for wanted in ./usr/local/bin/dmlp-launch ./usr/local/bin/dmlp-train ./usr/local/bin/dmlp-verify \
+                ./usr/local/share/dmlp/run.sh; do
+    grep -qxF "$wanted" <<<"$added" || { echo "image: the final stage lacks $wanted"; status=1; }
+  done
+  # Objects anywhere but the toolchain's (/usr/lib/gcc's crt*.o).
+  build_tree=$(cd "$image_dir" && find . -xdev \( -path ./src -o -path ./opt/dmlp -o -name CMakeCache.txt \
+                 -o -name CMakeFiles -o -name 'build.ninja' -o -name CTestTestfile.cmake \
+                 -o \( -name '*.o' -not -path './usr/lib/*' \) \) -print | head)
+  if [[ -n "$build_tree" ]]; then echo "image: build tree in the final image: $build_tree"; status=1; fi
+  [[ $status -ne 0 ]] || echo "image: nothing of the build tree (/src, /opt/dmlp, CMake files, objects)"
+  "${podman[@]}" image unmount "$image" "$image-base" >/dev/null
+  return "$status"
+}
+
+image_version() {
+  local commit text
+  commit=$(git -C "$repo" rev-parse HEAD)
+  text=$("${podman[@]}" run --rm "${ulimits[@]}" --network none "$image" dmlp-train --version) || return 1
+  echo "  ${text//$'\n'/$'\n'  }"
+  grep -qx "commit: $commit.*" <<<"$text" || { echo "image: --version does not name commit $commit"; return 1; }
+  grep -q "^built on: .*stand-in" <<<"$text" || { echo "image: --version does not say the stand-in"; return 1; }
+}
+
+# run.sh as super runs the image: CMD, OUT_DIR on a volume, the image id.
+image_run() {
+  rm -rf "$cache/image-out"
+  mkdir -p "$cache/image-out"
+  local id
+  id=$("${podman[@]}" image inspect --format '{{.Id}}' "$image")
+  timeout 1200 "${podman[@]}" run --rm --name "$rehearsal_name-run" --network none "${ulimits[@]}" \
+    -v "$cache/image-out:/workspace/out" -e OUT_DIR=/workspace/out/run-1 -e DMLP_IMAGE_ID="sha256:$id" \
+    "${image_cpu_job[@]}" "$image"
+}
+
+# dmlp-verify of this machine, outside the container (DMLP_REHEARSAL_VERIFY,
+# or built here with ccache where it is installed).
+image_verify_outside() {
+  local verify=${DMLP_REHEARSAL_VERIFY:-}
+  if [[ -z "$verify" ]]; then
+    local -a launcher=()
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    if ! { cmake -S "$repo" -B "$cache/host-build" -DDMLP_CUDA=OFF -DDMLP_BUILD_TESTS=OFF -DDMLP_BUILD_BENCH=OFF \
+             ${launcher[@]+"${launcher[@]}"} && cmake --build "$cache/host-build" -j"$jobs" --target dmlp-verify
+         } >"$cache/host-build.log" 2>&1; then
+      tail -n 20 "$cache/host-build.log"
+      return 1
+    fi
+    verify=$cache/host-build/bin/dmlp-verify
+  fi
+  "$verify" "$cache/image-out/run-1" | tail -n 3
+  python3 - "$cache/image-out/run-1/result.json" "$standin_label" <<'EOF' || return 1
+import json, sys
+build = json.load(open(sys.argv[1]))["build"]
+print(f"result.json build: system {build.get('system')!r}, image_id {build.get('image_id')!r}")
+sys.exit(0 if sys.argv[2] in build.get("system", "") and build.get("image_id") else "no stand-in label or image id")
+EOF
+}
+
+image_disk() {
+  echo "disk: podman storage $(du -shx "$cache/containers" | cut -f1) ($cache/containers), free $(df -h --output=avail "$cache" | tail -n 1 | tr -d ' ')"
+}
+
 start=$SECONDS
 for part in "${parts[@]}"; do
   case "$part" in
@@ -344,6 +595,19 @@ for part in "${parts[@]}"; do
         say "no Debian 13 root yet: g++-13 skipped (run the trixie part first)"
       fi
       ;;
+    image)
+      section "the Dockerfile built by podman on a stand-in base, run in a container"
+      for tool in podman runc; do command -v "$tool" >/dev/null || apt-get install -y -qq "$tool" >/dev/null; done
+      timed "stand-in base ($standin)" standin_image
+      if [[ -z "$failed" ]]; then timed "podman build (every stage, the test suite included)" image_build; fi
+      if [[ -z "$failed" ]]; then
+        timed "image contents" image_contents
+        timed "--version in the image" image_version
+        timed "podman run: run.sh, the CPU job" image_run
+        timed "dmlp-verify outside the container" image_verify_outside
+      fi
+      image_disk
+      ;;
     kit)
       section "the GPU kit in a bare Debian 12 root"
       timed "kit (tests/gpu/make_kit.sh $cache/gpu-kit)" "$repo/tests/gpu/make_kit.sh" "$cache/gpu-kit"
@@ -355,10 +619,18 @@ for part in "${parts[@]}"; do
 done
 
 section "clean-up"
-left=$(mounted_under "$root")
-if [[ -n "$left" ]]; then fail "mounts left: $left"; else say "nothing mounted under $root"; fi
-left=$(processes_in "$root")
-if [[ -n "$left" ]]; then fail "processes left in the root: $left"; else say "no process left in the root"; fi
+for dir in "$root" "$standin_root"; do
+  left=$(mounted_under "$dir")
+  if [[ -n "$left" ]]; then fail "mounts left: $left"; else say "nothing mounted under $dir"; fi
+  left=$(processes_in "$dir")
+  if [[ -n "$left" ]]; then fail "processes left in $dir: $left"; else say "no process left in $dir"; fi
+done
+if [[ " ${parts[*]} " == *" image "* ]]; then
+  left=$("${podman[@]}" ps -a --format '{{.Names}}' --filter "name=^$rehearsal_name-")
+  if [[ -n "$left" ]]; then fail "containers left: $left"; else say "no container left"; fi
+  left=$("${podman[@]}" image mount | cut -c1-100)
+  if [[ -n "$left" ]]; then fail "images left mounted: $left"; else say "no image left mounted"; fi
+fi
 say "local nvcc (compiles the .cu files; not rehearsed here): $(nvcc --version 2>/dev/null | tail -n 1 || echo none)"
 say "total $((SECONDS - start)) s"
 if [[ -n "$failed" ]]; then

@@ -96,18 +96,50 @@ def stage_args(dockerfile_text, stage):
     return names
 
 
+def global_args(dockerfile_text):
+    """{name: default} of the ARGs before the first FROM: the only ones a FROM
+    line can use (the base is one: `tools/rehearse.sh image` passes a stand-in)."""
+    defaults = {}
+    for keyword, arguments in instructions(dockerfile_text):
+        if keyword == "FROM":
+            break
+        if keyword == "ARG":
+            name, _, default = arguments.partition("=")
+            defaults[name.strip()] = shlex.split(default)[0] if default.strip() else None
+    return defaults
+
+
+def resolve_image(image, defaults):
+    """`image` with $NAME and ${NAME} replaced by the global ARG defaults, as a
+    build without --build-arg resolves it; (image, [names without a default])."""
+    unresolved = []
+
+    def value(match):
+        name = match.group(1) or match.group(2)
+        if defaults.get(name) is None:
+            unresolved.append(name)
+            return match.group(0)
+        return defaults[name]
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", value, image), unresolved
+
+
 def parse_dockerfile(text):
-    """{base, stages, apt, apt_runs, env, env_outside_final, runs, cmd}."""
+    """{base, stages, apt, apt_runs, env, env_outside_final, runs, cmd}; FROM
+    images resolved with the global ARGs' defaults."""
     parsed = {"base": None, "stages": [], "apt": [], "apt_runs": [], "env": {},
-              "env_outside_final": [], "runs": [], "cmd": None, "from_errors": []}
+              "env_outside_final": [], "runs": [], "cmd": None, "from_errors": [],
+              "unresolved_args": []}
     stage_names, stage_index = set(), -1
+    defaults = global_args(text)
     final_from = max(i for i, (k, _) in enumerate(instructions(text)) if k == "FROM")
     for index, (keyword, arguments) in enumerate(instructions(text)):
         if keyword == "FROM":
             stage_index += 1
             words = arguments.split()
             words = [w for w in words if not w.startswith("--platform")]
-            image = words[0]
+            image, unresolved = resolve_image(words[0], defaults)
+            parsed["unresolved_args"] += unresolved
             if parsed["base"] is None:
                 parsed["base"] = image
             elif image not in stage_names and image != parsed["base"]:
@@ -180,6 +212,8 @@ def disagreements(spec, dockerfile_text, install_deps_packages, known_names, ima
     docker = parse_dockerfile(dockerfile_text)
     if docker["base"] != image.get("base"):
         problems.append(f"Dockerfile FROM {docker['base']} != spec.json base {image.get('base')}")
+    for name in docker["unresolved_args"]:
+        problems.append(f"Dockerfile FROM uses ${{{name}}}, which no ARG before the first FROM gives a default")
     for stray in docker["from_errors"]:
         problems.append(f"Dockerfile FROM {stray} is neither the base nor an earlier stage")
     if len(docker["apt_runs"]) != 1:
@@ -271,6 +305,27 @@ class Mutations(unittest.TestCase):
     def test_other_base(self):
         text = self.dockerfile.replace(BASE, "nvidia/cuda:12.6.0-devel-ubuntu24.04", 1)
         self.assertIn("Dockerfile FROM nvidia/cuda:12.6.0", self.problems(dockerfile=text))
+
+    def test_base_argument_default_is_the_base(self):
+        """The base is ARG BASE_IMAGE's default: a build without --build-arg gets it."""
+        self.assertEqual(global_args(self.dockerfile).get("BASE_IMAGE"), BASE)
+        self.assertIn("FROM ${BASE_IMAGE} AS base", self.dockerfile)
+
+    def test_other_base_argument_default(self):
+        text = self.dockerfile.replace(f"ARG BASE_IMAGE={BASE}", "ARG BASE_IMAGE=debian:13")
+        self.assertIn(f"Dockerfile FROM debian:13 != spec.json base {BASE}", self.problems(dockerfile=text))
+
+    def test_base_argument_without_default(self):
+        for declaration in (f"ARG BASE_IMAGE={BASE}", f"ARG OTHER={BASE}"):
+            text = self.dockerfile.replace(f"ARG BASE_IMAGE={BASE}", declaration.replace(f"={BASE}", ""))
+            self.assertIn("Dockerfile FROM uses ${BASE_IMAGE}, which no ARG before the first FROM gives a default",
+                          self.problems(dockerfile=text))
+
+    def test_argument_forms_resolved(self):
+        defaults = {"BASE_IMAGE": BASE, "TAG": "24.04"}
+        self.assertEqual(resolve_image("${BASE_IMAGE}", defaults), (BASE, []))
+        self.assertEqual(resolve_image("ubuntu:$TAG", defaults), ("ubuntu:24.04", []))
+        self.assertEqual(resolve_image("${NONE}", defaults), ("${NONE}", ["NONE"]))
 
     def test_package_missing_from_dockerfile(self):
         text = self.dockerfile.replace("      libgloo-dev \\\n", "")

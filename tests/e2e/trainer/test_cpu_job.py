@@ -14,6 +14,15 @@ from harness import (LAUNCH, TRAIN, JobTestCase, alive, free_port, job_env, laun
                      rank_pids, run, verify, wait_for)
 
 
+def os_release(key):
+    """A value of this machine's /etc/os-release (os-release(5): KEY="value")."""
+    for line in Path("/etc/os-release").read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name == key:
+            return value.strip('"')
+    return ""
+
+
 class CompleteRuns(JobTestCase):
     def test_two_and_three_ranks_pass(self):
         for processes, shards in ((2, 4), (3, 3)):
@@ -53,6 +62,9 @@ class CompleteRuns(JobTestCase):
         self.assertEqual(version.returncode, 0)
         self.assertIn("commit: " + build["git_commit"], version.stdout)
         self.assertIn("compiler: " + build["compiler"], version.stdout)
+        # The system built on: this machine's os-release (the test runs where it was built).
+        self.assertTrue(build["system"].startswith(os_release("PRETTY_NAME")), build["system"])
+        self.assertIn("built on: " + build["system"], version.stdout)
         # The exact BLIS file loaded, resolved: never the alternatives symlink.
         blis_file = document["fingerprint"]["blas"]["file"]
         self.assertEqual(blis_file, os.path.realpath(blis_file))
