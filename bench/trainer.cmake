@@ -11,3 +11,7 @@ target_link_libraries(cpu_peak PRIVATE Threads::Threads)
 # digest_bench: the digest pipeline's throughput against DIGEST_THREADS (issue 13).
 add_executable(digest_bench ${CMAKE_CURRENT_LIST_DIR}/digest_bench.cc)
 target_link_libraries(digest_bench PRIVATE dmlp_trainer_core CLI11::CLI11)
+
+# data_bench: one update's batch and the initial parameters on one CPU thread (issue 24's budget).
+add_executable(data_bench ${CMAKE_CURRENT_LIST_DIR}/data_bench.cc)
+target_link_libraries(data_bench PRIVATE dmlp_trainer_math)
