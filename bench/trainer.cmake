@@ -15,3 +15,7 @@ target_include_directories(dmlp_bench_digest PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(dmlp_bench_digest PUBLIC dmlp_trainer_core)
 add_executable(digest_bench ${CMAKE_CURRENT_LIST_DIR}/digest_bench.cc)
 target_link_libraries(digest_bench PRIVATE dmlp_bench_digest CLI11::CLI11)
+
+# data_bench: one update's batch and the initial parameters on one CPU thread (issue 24's budget).
+add_executable(data_bench ${CMAKE_CURRENT_LIST_DIR}/data_bench.cc)
+target_link_libraries(data_bench PRIVATE dmlp_trainer_math)

@@ -8,6 +8,7 @@
 
 #include "common/float_repr.h"
 #include "common/quote.h"
+#include "trainer/data_definition.h"
 #include "trainer/job_identity.h"
 
 namespace dmlp {
@@ -71,6 +72,16 @@ Status ReadPlace(const Environment& env, Plan& plan) {
   plan.place_source = place.source;
   plan.coordinator_from = place.coordinator_from;
   return Status::Ok();
+}
+
+// The data and init are jax's (trainer/sample_math.h), whose key(SEED) keeps
+// the low 32 bits in the reference's 32-bit mode: a larger SEED would silently
+// repeat the experiment of SEED mod 2^32.
+Status CheckSeed(int64_t seed) {
+  if (seed <= int64_t{0xFFFFFFFF}) return Status::Ok();
+  return Invalid("SEED=" + std::to_string(seed) +
+                 " must be < 2^32 (4294967296): jax.random.key keeps its low 32 bits, so it "
+                 "would repeat the experiment of SEED=" + std::to_string(seed & 0xFFFFFFFF));
 }
 
 Status CrossCheck(const Plan& plan) {
@@ -139,6 +150,7 @@ Result<Plan> ReadPlan(const Environment& env) {
   Plan plan;
   DMLP_ASSIGN_OR_RETURN(plan.steps, RequireInteger(env, "STEPS", 1));
   DMLP_ASSIGN_OR_RETURN(plan.seed, RequireInteger(env, "SEED", 0, INT64_MAX));
+  DMLP_RETURN_IF_ERROR(CheckSeed(plan.seed));
   DMLP_ASSIGN_OR_RETURN(plan.batch, RequireInteger(env, "BATCH", 1));
   DMLP_ASSIGN_OR_RETURN(plan.microbatches, RequireInteger(env, "MICROBATCHES", 1));
   DMLP_ASSIGN_OR_RETURN(plan.learning_rate, RequirePositiveNumber(env, "LEARNING_RATE"));
@@ -235,6 +247,8 @@ std::string PlanFingerprint(const Plan& plan) {
   add("data_shards", std::to_string(plan.data_shards));
   add("matmul_precision", MatmulPrecisionName(plan.matmul_precision));
   add("reduction", ReductionName(plan.reduction));
+  // What the samples and initial parameters are (trainer/data_definition.h).
+  add("data_definition", kDataDefinitionId);
   // Collectives never change a byte with REDUCTION=ordered, but ranks must
   // agree on them to pair up at all: NCCL ranks wait for a unique id, Gloo
   // ranks for a TCP mesh, so a mixed job would only time out. Compared here,
@@ -263,7 +277,8 @@ nlohmann::json PlanDocument(const Plan& plan) {
           {"data_shards", plan.data_shards},
           {"matmul_precision", MatmulPrecisionName(plan.matmul_precision)},
           {"reduction", ReductionName(plan.reduction)},
-          {"checkpoint_every", plan.checkpoint_every}};
+          {"checkpoint_every", plan.checkpoint_every},
+          {"data_definition", kDataDefinitionId}};
   if (plan.platform == Platform::kCuda) document["collectives"] = CollectivesName(plan.collectives);
   return document;
 }

@@ -34,7 +34,7 @@ inline constexpr int64_t kDefaultAuditEvery = 200;
 
 struct Plan {
   int64_t steps = 0;           // logged steps (receipts)
-  int64_t seed = 0;            // 0 .. 2^63-1
+  int64_t seed = 0;            // 0 .. 2^32-1 (jax.random.key's 32 bits)
   int64_t batch = 0;           // global samples per optimizer update
   int64_t microbatches = 0;    // optimizer updates per logged step
   double learning_rate = 0;    // Adam step size (used as float32, as optax does)

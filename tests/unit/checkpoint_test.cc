@@ -8,6 +8,8 @@
 
 #include "common/file_util.h"
 #include "common/state_digest.h"
+#include "common/state_file.h"
+#include "trainer/data_definition.h"
 #include "trainer/output/replay.h"
 
 namespace dmlp {
@@ -136,6 +138,24 @@ TEST_F(CheckpointTest, AnotherPlansCheckpointIsRefusedNotUsed) {
   Write(4);
   plan_.learning_rate = 0.002;
   EXPECT_EQ(FindResumeCheckpoint(plan_, layout_).status().code(), "CHECKPOINT_PLAN_MISMATCH");
+}
+
+TEST_F(CheckpointTest, ACheckpointOfAnotherDataDefinitionIsRefused) {
+  // Written by dmlp before issue 24 (Philox data and init): the same plan, but
+  // its fingerprint has no data_definition line. Resuming it would mix data.
+  std::string fingerprint = CheckpointFingerprint(plan_);
+  const std::string line = std::string("data_definition=") + kDataDefinitionId + "\n";
+  ASSERT_NE(fingerprint.find(line), std::string::npos);
+  fingerprint.erase(fingerprint.find(line), line.size());
+  const std::vector<uint8_t> image = Image(4);
+  const std::string digest = DigestStateStep(image.data(), image.size());
+  ASSERT_TRUE(WriteStateFile((directory_ / CheckpointFileName(4)).string(), layout_, image.data(),
+                             {{"step", "4"}, {"params_sha256", digest},
+                              {"checkpoint_fingerprint", fingerprint}})
+                  .ok());
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_).status().code(), "CHECKPOINT_PLAN_MISMATCH");
+  Write(4);  // the same state under today's definition resumes
+  EXPECT_EQ(FindResumeCheckpoint(plan_, layout_)->step, 4);
 }
 
 TEST_F(CheckpointTest, WorldSizeAndStepsMayChangeOnResume) {

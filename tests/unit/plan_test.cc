@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "trainer/data_definition.h"
 #include "trainer/output/checkpoint.h"
 
 namespace dmlp {
@@ -66,6 +67,13 @@ TEST(PlanTest, RangesAndChoices) {
   EXPECT_EQ(ErrorWith("SEED", "-1"), "ENV_INVALID: SEED='-1' is not an integer");
   EXPECT_EQ(ErrorWith("SEED", "9223372036854775808"),
             "ENV_INVALID: SEED='9223372036854775808' is out of range");
+  // jax.random.key keeps 32 bits: a larger SEED would repeat another experiment.
+  EXPECT_EQ(ErrorWith("SEED", "4294967301"),
+            "ENV_INVALID: SEED=4294967301 must be < 2^32 (4294967296): jax.random.key keeps its "
+            "low 32 bits, so it would repeat the experiment of SEED=5");
+  Environment largest = ValidEnv();
+  largest.Set("SEED", "4294967295");
+  EXPECT_TRUE(ReadPlan(largest).ok());
   EXPECT_EQ(ErrorWith("BATCH", "8x"), "ENV_INVALID: BATCH='8x' is not an integer");
   EXPECT_EQ(ErrorWith("LEARNING_RATE", "-0.1"),
             "ENV_INVALID: LEARNING_RATE='-0.1' must be finite and > 0");
@@ -129,6 +137,17 @@ TEST(PlanTest, AnEnginesPlaceGivesTheSamePlan) {
   slurm.Set("NUM_PROCESSES", "4");
   EXPECT_EQ(ReadPlan(slurm).status().ToString(),
             "ENV_CONFLICT: NUM_PROCESSES=4 and SLURM_NTASKS=2 disagree");
+}
+
+TEST(PlanTest, DataDefinitionIsInEveryFingerprint) {
+  // Samples and initial parameters from another definition (dmlp's Philox
+  // before issue 24) must not resume, pair up or compare as the same job.
+  const Result<Plan> plan = ReadPlan(ValidEnv());
+  ASSERT_TRUE(plan.ok());
+  const std::string line = std::string("\ndata_definition=") + kDataDefinitionId + "\n";
+  EXPECT_NE(PlanFingerprint(*plan).find(line), std::string::npos);
+  EXPECT_NE(CheckpointFingerprint(*plan).find(line), std::string::npos);
+  EXPECT_EQ(PlanDocument(*plan)["data_definition"], kDataDefinitionId);
 }
 
 TEST(PlanTest, DigestThreadsArePerRankAndOutsideTheFingerprint) {

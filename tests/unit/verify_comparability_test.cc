@@ -57,6 +57,17 @@ TEST(Comparability, TwoGpusOfOneModelCompare) {
   EXPECT_EQ(CompareSetups(golden, run).kind, Comparability::Kind::kNotComparable);
 }
 
+TEST(Comparability, RunsOfAnotherDataDefinitionAreNotComparable) {
+  // dmlp before issue 24 drew Philox data and wrote no plan.data_definition;
+  // even from the same commit (a rebuilt old tree), its runs are another experiment.
+  ResultDoc today = Doc();
+  today.plan["data_definition"] = "jax-0.10.2-threefry/flax-0.12.5-lecun";
+  Comparability result = CompareSetups(Doc(), today);
+  EXPECT_EQ(result.kind, Comparability::Kind::kNotComparable);
+  ASSERT_EQ(result.reasons.size(), 1u);
+  EXPECT_EQ(result.reasons[0], "plan.data_definition: (absent) vs \"jax-0.10.2-threefry/flax-0.12.5-lecun\"");
+}
+
 TEST(Comparability, UnderAllreduceTheWorldSizeMatters) {
   ResultDoc golden = Doc(), run = Doc();
   golden.plan["reduction"] = run.plan["reduction"] = "allreduce";
