@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -93,6 +94,17 @@ Result<std::string> ReadFileToString(const std::string& path) {
     return ErrnoStatus("IO_ERROR", "open " + path);
   }
   return ReadFdToString(fd, path);
+}
+
+bool IsDescriptorShortage(int error) { return error == EMFILE || error == ENFILE; }
+
+std::string DescribeDescriptorShortage(int error) {
+  if (error == ENFILE) return "the system's table of open files is full (ENFILE, fs.file-max)";
+  struct rlimit limit {};
+  const std::string soft = ::getrlimit(RLIMIT_NOFILE, &limit) != 0 ? "unknown"
+                           : limit.rlim_cur == RLIM_INFINITY      ? "unlimited"
+                                                                  : std::to_string(limit.rlim_cur);
+  return "too many open files (RLIMIT_NOFILE=" + soft + ")";
 }
 
 }  // namespace dmlp

@@ -1,5 +1,5 @@
 // defines: WriteFileAtomically, CreateExclusive, WriteAll, ReadFdToString, ReadFileToString,
-//          FsyncDirectory
+//          FsyncDirectory, IsDescriptorShortage, DescribeDescriptorShortage
 //
 // File primitives with the durability and safety rules dmlp's outputs need:
 // finished files appear whole or not at all (temporary, fsync, rename, fsync
@@ -33,5 +33,9 @@ Result<std::string> ReadFdToString(int fd, const std::string& path);
 Result<std::string> ReadFileToString(const std::string& path);
 /// fsync of the directory holding `path` so a rename or create is durable.
 Status FsyncDirectoryOf(const std::string& path);
+/// EMFILE or ENFILE: no descriptor for a new file or socket.
+bool IsDescriptorShortage(int error);
+/// "too many open files (RLIMIT_NOFILE=N)" for EMFILE, the system's table for ENFILE.
+std::string DescribeDescriptorShortage(int error);
 
 }  // namespace dmlp

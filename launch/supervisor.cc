@@ -11,9 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
 
+#include "common/std_streams.h"
 #include "launch/command_path.h"
 #include "launch/launch_errors.h"
 #include "launch/proc_stat.h"
@@ -29,20 +28,6 @@ constexpr size_t kLastWordsBytes = size_t{1} << 20;
 
 Status SystemError(const char* code, const std::string& what) {
   return Status::Error(code, what + ": " + std::strerror(errno));
-}
-
-// Descriptors 0..2 must be open before any pipe is made: a pipe landing on
-// fd 1 would otherwise be clobbered when a rank's stdout is moved there.
-void EnsureStandardFds() {
-  for (int fd = 0; fd <= 2; ++fd) {
-    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
-      int opened = open("/dev/null", O_RDWR);
-      if (opened >= 0 && opened != fd) {
-        dup2(opened, fd);
-        close(opened);
-      }
-    }
-  }
 }
 
 }  // namespace
@@ -62,7 +47,9 @@ double Supervisor::Seconds(Clock::time_point when) const {
 }
 
 Status Supervisor::Prepare() {
-  EnsureStandardFds();
+  // Descriptors 0..2 must be open before any pipe is made: a pipe landing on
+  // fd 1 would otherwise be clobbered when a rank's stdout is moved there.
+  OpenMissingStandardFds();
   DMLP_ASSIGN_OR_RETURN(signals_, SignalForwarder::Create(std::vector<int>(
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
@@ -73,9 +60,8 @@ Status Supervisor::Prepare() {
   DMLP_ASSIGN_OR_RETURN(executable_,
                         ResolveExecutable(config_.command.front(), config_.environment));
   if (!config_.log_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(config_.log_dir, error);
-    if (error) return Status::Error(kLogDirFailed, config_.log_dir + ": " + error.message());
+    DMLP_ASSIGN_OR_RETURN(LogDir logs, LogDir::Create(config_.log_dir));
+    log_dir_.emplace(std::move(logs));
   }
   dev_null_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!dev_null_.valid()) return SystemError(kSpawnFailed, "open /dev/null");
@@ -140,17 +126,6 @@ Status Supervisor::StartAttempt() {
   return Status::Ok();
 }
 
-Status Supervisor::OpenLogFile(int rank, StreamKind kind, UniqueFd* file) {
-  if (config_.log_dir.empty()) return Status::Ok();
-  // The first attempt keeps the names of a launch without --restarts.
-  std::string attempt = attempt_ == 1 ? "" : ".attempt-" + std::to_string(attempt_);
-  std::string path =
-      config_.log_dir + "/rank-" + std::to_string(rank) + attempt + "." + StreamName(kind);
-  file->Reset(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!file->valid()) return SystemError(kLogDirFailed, path);
-  return Status::Ok();
-}
-
 Status Supervisor::SpawnAll() {
   RankLaunch launch;
   launch.executable = executable_;
@@ -164,8 +139,10 @@ Status Supervisor::SpawnAll() {
   for (int local = 0; local < config_.local_rank_count; ++local) {
     int global = config_.first_rank + local;
     UniqueFd out_log, err_log;
-    DMLP_RETURN_IF_ERROR(OpenLogFile(global, StreamKind::kStdout, &out_log));
-    DMLP_RETURN_IF_ERROR(OpenLogFile(global, StreamKind::kStderr, &err_log));
+    if (log_dir_) {
+      DMLP_ASSIGN_OR_RETURN(out_log, log_dir_->Open(global, attempt_, StreamKind::kStdout));
+      DMLP_ASSIGN_OR_RETURN(err_log, log_dir_->Open(global, attempt_, StreamKind::kStderr));
+    }
     launch.rank = global;
     launch.local_rank = local;
     launch.environment = RankEnvironment(environment, global, local);

@@ -40,6 +40,7 @@
 #include "common/status.h"
 #include "launch/console.h"
 #include "launch/group_watchdog.h"
+#include "launch/log_dir.h"
 #include "launch/options.h"
 #include "launch/rank_stream.h"
 #include "launch/run_summary.h"
@@ -84,7 +85,6 @@ class Supervisor {
   void ResetAttempt(int number);
   Status StartAttempt();
   Status SpawnAll();
-  Status OpenLogFile(int rank, StreamKind kind, UniqueFd* file);
   // Between attempts (supervisor_restart.cc).
   Status ReadSignalsBetweenAttempts();
   void ReapStrays();
@@ -118,6 +118,7 @@ class Supervisor {
   std::unique_ptr<SignalForwarder> signals_;
   UniqueFd epoll_;
   UniqueFd dev_null_;
+  std::optional<LogDir> log_dir_;          // --log-dir
   std::string executable_;                 // config_.command.front(), resolved once
   std::optional<rlimit> rank_file_limit_;  // set when the launcher lifted its own
   std::string host_name_;                  // gethostname(): the host of a device label without one

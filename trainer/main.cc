@@ -2,6 +2,7 @@
 // (optionally under a YAML --config file); see README.md for every variable.
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <new>
 #include <string>
 
@@ -9,6 +10,7 @@
 
 #include "common/build_info.h"
 #include "common/env.h"
+#include "common/std_streams.h"
 #include "trainer/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
@@ -33,6 +35,10 @@ int ExitCodeFor(const dmlp::Status& status) {
 int main(int argc, char** argv) {
   // First, before any thread exists: SIGUSR1/2 are logged, never fatal.
   dmlp::BlockUserSignals();
+  // Before anything is opened: a closed stdout or stderr must not lend its
+  // number to a socket, and a reader that goes away must not kill the rank
+  // between two files (common/std_streams.h).
+  dmlp::PrepareStandardStreams();
   // A file-size limit must fail a write with EFBIG (reported, nothing half
   // written) rather than kill the rank with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -81,6 +87,11 @@ int main(int argc, char** argv) {
     // that went elsewhere meanwhile: a clean error, not SIGABRT.
     status = dmlp::Status::Error("OUT_OF_MEMORY", "an allocation failed; the plan's estimate "
                                                   "fitted, so memory ran out elsewhere");
+  } catch (const std::exception& error) {
+    // A last resort: failures are Status values (threads: common/thread_start.h),
+    // but one that escapes as an exception still unwinds, so the destructors
+    // clean up what a refused start created, instead of std::terminate's abort.
+    status = dmlp::Status::Error("INTERNAL", std::string("uncaught exception: ") + error.what());
   }
   if (status.ok()) return 0;
   if (!reported) report(status);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/bit_settings.h"
 #include "common/float_repr.h"
 #include "common/quote.h"
 #include "trainer/data_definition.h"
@@ -198,6 +200,10 @@ Result<Environment> LoadConfigFile(const std::string& path) {
     return Status::Error("CONFIG_INVALID", path + ": cannot be read");
   } catch (const YAML::Exception& error) {
     return Status::Error("CONFIG_INVALID", path + ": " + error.what());
+  } catch (const std::exception& error) {
+    // A read error under the parser (a directory, /proc/self/mem): the
+    // stream's std::ios_base::failure, which would otherwise abort the rank.
+    return Status::Error("CONFIG_INVALID", path + ": cannot be read: " + error.what());
   }
   Environment config;
   if (root.IsNull()) return config;
@@ -224,46 +230,83 @@ Result<Environment> LoadConfigFile(const std::string& path) {
   return config;
 }
 
-std::string PlanFingerprint(const Plan& plan) {
-  // "key=value" lines, so a mismatch can be reported field by field.
-  // OUT_DIR and the rank's identity may legitimately differ between ranks/hosts.
+namespace {
+
+// A plan setting's value as its fingerprint line gives it (common/bit_settings.h);
+// nullopt: no line. Settings outside the plan rows have none.
+std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
+  switch (setting) {
+    case Setting::kVersion: return DMLP_VERSION;
+    case Setting::kSteps: return std::to_string(plan.steps);
+    case Setting::kSeed: return std::to_string(plan.seed);
+    case Setting::kBatch: return std::to_string(plan.batch);
+    case Setting::kMicrobatches: return std::to_string(plan.microbatches);
+    case Setting::kLearningRate: return PythonFloatRepr(plan.learning_rate);
+    case Setting::kPlatform: return PlatformName(plan.platform);
+    case Setting::kNumProcesses: return std::to_string(plan.num_processes);
+    case Setting::kFeatures: return std::to_string(plan.model.features);
+    case Setting::kWidth: return std::to_string(plan.model.width);
+    case Setting::kLayers: return std::to_string(plan.model.layers);
+    case Setting::kClasses: return std::to_string(plan.model.classes);
+    case Setting::kHeartbeat: return std::to_string(plan.heartbeat_timeout_seconds);
+    case Setting::kDataShards: return std::to_string(plan.data_shards);
+    case Setting::kMatmulPrecision: return MatmulPrecisionName(plan.matmul_precision);
+    case Setting::kReduction: return ReductionName(plan.reduction);
+    // Collectives never change a byte with REDUCTION=ordered, but ranks must
+    // agree on them to pair up at all: NCCL ranks wait for a unique id, Gloo
+    // ranks for a TCP mesh, so a mixed job would only time out. Only on CUDA:
+    // the CPU platform has no choice, and its fingerprint lines stay as they were.
+    case Setting::kCollectives:
+      if (plan.platform != Platform::kCuda) return std::nullopt;
+      return CollectivesName(plan.collectives);
+    case Setting::kCheckpointEvery: return std::to_string(plan.checkpoint_every);
+    case Setting::kResume: return plan.resume ? "1" : "0";
+    // Ranks must agree on these (a rank that does not check or audit would
+    // leave the others waiting): a line only when not the default, so the
+    // default's lines stay as they were.
+    case Setting::kDivergenceCheck:
+      if (plan.divergence_check) return std::nullopt;
+      return "off";
+    // What the samples and initial parameters are (trainer/data_definition.h).
+    case Setting::kDataDefinition: return std::string(kDataDefinitionId);
+    case Setting::kAuditEvery:
+      if (plan.audit_every == kDefaultAuditEvery) return std::nullopt;
+      return std::to_string(plan.audit_every);
+    case Setting::kOutDir:
+    case Setting::kCoordinatorPort:
+    case Setting::kProcessId:
+    case Setting::kDigestThreads:
+    case Setting::kCpuThreads:
+    case Setting::kImageId:
+    case Setting::kNcclVariables:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// "key=value" lines, so a mismatch can be reported field by field, of the plan
+// rows of the table that `keep` selects, in the table's order.
+template <typename Keep>
+std::string FingerprintOf(const Plan& plan, Keep keep) {
   std::string text;
-  auto add = [&](const char* key, const std::string& value) {
-    text += (text.empty() ? "" : "\n") + std::string(key) + "=" + value;
-  };
-  add("dmlp_version", DMLP_VERSION);
-  add("steps", std::to_string(plan.steps));
-  add("seed", std::to_string(plan.seed));
-  add("batch", std::to_string(plan.batch));
-  add("microbatches", std::to_string(plan.microbatches));
-  add("learning_rate", PythonFloatRepr(plan.learning_rate));
-  add("platform", PlatformName(plan.platform));
-  add("num_processes", std::to_string(plan.num_processes));
-  add("features", std::to_string(plan.model.features));
-  add("width", std::to_string(plan.model.width));
-  add("layers", std::to_string(plan.model.layers));
-  add("classes", std::to_string(plan.model.classes));
-  add("heartbeat_timeout_seconds", std::to_string(plan.heartbeat_timeout_seconds));
-  add("data_shards", std::to_string(plan.data_shards));
-  add("matmul_precision", MatmulPrecisionName(plan.matmul_precision));
-  add("reduction", ReductionName(plan.reduction));
-  // What the samples and initial parameters are (trainer/data_definition.h).
-  add("data_definition", kDataDefinitionId);
-  // Collectives never change a byte with REDUCTION=ordered, but ranks must
-  // agree on them to pair up at all: NCCL ranks wait for a unique id, Gloo
-  // ranks for a TCP mesh, so a mixed job would only time out. Compared here,
-  // it is a PLAN_MISMATCH naming the field. Only on CUDA: the CPU platform
-  // has no choice, and its fingerprint lines stay as they were.
-  if (plan.platform == Platform::kCuda) add("collectives", CollectivesName(plan.collectives));
-  add("checkpoint_every", std::to_string(plan.checkpoint_every));
-  add("resume", plan.resume ? "1" : "0");
-  // Ranks must agree on these (a rank that does not check or audit would leave
-  // the others waiting), but they never change a byte: each line only when not
-  // the default, so the default's lines stay as they were, and
-  // CheckpointFingerprint normalizes both to their defaults.
-  if (!plan.divergence_check) add("divergence_check", "off");
-  if (plan.audit_every != kDefaultAuditEvery) add("audit_every", std::to_string(plan.audit_every));
+  for (const SettingRow& row : kSettings) {
+    if (row.plan_key.empty() || !keep(row)) continue;
+    std::optional<std::string> value = SettingValue(plan, row.setting);
+    if (!value) continue;
+    text += (text.empty() ? "" : "\n") + std::string(row.plan_key) + "=" + *value;
+  }
   return text;
+}
+
+}  // namespace
+
+std::string PlanFingerprint(const Plan& plan) {
+  return FingerprintOf(plan, [](const SettingRow&) { return true; });
+}
+
+std::string BitsFingerprint(const Plan& plan) {
+  const bool allreduce = plan.reduction == Reduction::kAllreduce;
+  return FingerprintOf(plan, [allreduce](const SettingRow& row) { return DecidesBits(row.bits, allreduce); });
 }
 
 nlohmann::json PlanDocument(const Plan& plan) {

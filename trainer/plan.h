@@ -1,5 +1,5 @@
 // defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, ReadPlan, LoadConfigFile,
-//          PlanFingerprint, PlanDocument
+//          PlanFingerprint, BitsFingerprint, PlanDocument
 //
 // One rank's configuration, read strictly from the environment (DESIGN.md
 // "Configuration"), optionally under a YAML file whose lower-case keys supply
@@ -62,16 +62,16 @@ struct Plan {
   std::string job_id;          // which job this rank belongs to (job_identity.h); not in the fingerprint
   std::string job_id_source;   // the variable it came from
   // Steps hashed at once (DIGEST_THREADS); 0: DefaultDigestThreads. Per rank
-  // and never changes a byte, so it is neither in PlanFingerprint nor in result.json.
+  // and never changes a byte (common/bit_settings.h says which settings do).
   int64_t digest_threads = 0;
   // DIVERGENCE_CHECK=on|off (trainer/divergence_check.h): compare every rank's
   // digest at every step. In PlanFingerprint only when off (ranks must agree);
-  // never changes a byte, so not in PlanDocument nor CheckpointFingerprint.
+  // never changes a byte, so not in PlanDocument.
   bool divergence_check = true;
   // AUDIT_EVERY (trainer/shard_audit.h): every this many updates one shard is
   // computed twice, by its owner and by a second rank; 0 is off. Ranks must
-  // agree (in PlanFingerprint when not the default), but it never changes a byte of any file, so it
-  // is neither in CheckpointFingerprint nor in result.json.
+  // agree (in PlanFingerprint when not the default), but it never changes a
+  // byte of any file, so it is not in result.json.
   int64_t audit_every = kDefaultAuditEvery;
 
   int64_t shard_size() const { return batch / data_shards; }
@@ -86,8 +86,12 @@ Result<Plan> ReadPlan(const Environment& env);
 /// Reads a YAML mapping of lower-case keys (steps: 10, ...) into upper-case names.
 /// CONFIG_INVALID for unreadable files, non-mappings, unknown keys or non-scalar values.
 Result<Environment> LoadConfigFile(const std::string& path);
-/// Everything all ranks must agree on (not the rank's own identity), as "key=value" lines.
+/// Everything all ranks must agree on (not the rank's own identity), as "key=value" lines:
+/// every plan row of common/bit_settings.h.
 std::string PlanFingerprint(const Plan& plan);
+/// The lines of PlanFingerprint that decide the receipts' bits under the plan's
+/// REDUCTION (bit_settings.h): what a checkpoint must share with the run that resumes it.
+std::string BitsFingerprint(const Plan& plan);
 /// The `plan` object of result.json.
 nlohmann::json PlanDocument(const Plan& plan);
 

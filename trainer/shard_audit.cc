@@ -1,10 +1,12 @@
 #include "trainer/shard_audit.h"
 
 #include <cstdio>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "common/sha256.h"
+#include "common/thread_start.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
@@ -93,10 +95,14 @@ Status ShardAudit::BeginHash(const AuditAssignment& assignment, int64_t microbat
   DMLP_ASSIGN_OR_RETURN(PartialCopy copy,
                         owner ? backend_.CopyPartial(assignment.shard - plan_.first_shard())
                               : backend_.CopyAuditShard(assignment.step, microbatch, assignment.shard));
-  hash_ = std::async(std::launch::async, [copy = std::move(copy)]() -> Result<std::string> {
-    DMLP_RETURN_IF_ERROR(copy.ready());
-    return Sha256Hex(copy.bytes, copy.size);
-  });
+  try {
+    hash_ = std::async(std::launch::async, [copy = std::move(copy)]() -> Result<std::string> {
+      DMLP_RETURN_IF_ERROR(copy.ready());
+      return Sha256Hex(copy.bytes, copy.size);
+    });
+  } catch (const std::system_error& error) {  // std::async starts a thread (common/thread_start.h)
+    return ThreadStartFailed("shard audit digest", error);
+  }
   return Status::Ok();
 }
 

@@ -2,9 +2,10 @@
 
 #include <iterator>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
+
+#include "common/bit_settings.h"
 
 namespace dmlp::verify {
 namespace {
@@ -20,29 +21,17 @@ void Flatten(const json& doc, const std::string& prefix, std::map<std::string, s
   }
 }
 
-// Fields that never change a receipt's bits (see comparability.h).
-std::set<std::string> IgnoredFields(bool ordered) {
-  std::set<std::string> ignored = {"plan.out_dir",        "plan.steps",      "plan.checkpoint_every",
-                                   "plan.resume",         "model.port",      "model.process_id",
-                                   "model.heartbeat_timeout_s", "fingerprint.blas.threads",
-                                   // which image a build ran in names a file, not the bits
-                                   "build.image_id"};
-  ignored.insert(std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
-  if (ordered) {
-    // The ordered reduction adds in dmlp's own code in shard order: the world
-    // size and whatever carries the bytes cannot change a bit.
-    for (const char* field : {"model.processes", "fingerprint.collectives"}) ignored.insert(field);
+// The fields of result.json that decide no bit under the runs' reduction:
+// the table in common/bit_settings.h. "a.*" stands for every field below a.
+bool IsIgnored(const std::string& field, const std::vector<std::string>& ignored) {
+  for (const std::string& entry : ignored) {
+    if (field == entry) return true;
+    if (entry.ends_with(".*") && field.starts_with(entry.substr(0, entry.size() - 1))) return true;
   }
-  return ignored;
+  return false;
 }
 
-bool IsIgnored(const std::string& field, const std::set<std::string>& ignored) {
-  if (ignored.contains(field)) return true;
-  // NCCL's variables choose transports; they only move bytes under the ordered reduction.
-  return ignored.contains("fingerprint.collectives") && field.rfind("fingerprint.nccl_env", 0) == 0;
-}
-
-void CompareSection(const char* section, const json& golden, const json& run, const std::set<std::string>& ignored,
+void CompareSection(const char* section, const json& golden, const json& run, const std::vector<std::string>& ignored,
                     std::vector<std::string>& reasons) {
   std::map<std::string, std::string> golden_fields, run_fields;
   Flatten(golden, section, golden_fields);
@@ -140,7 +129,10 @@ Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::
   }
   if (!result.reasons.empty()) return result;  // unknown
   const bool ordered = golden->plan.value("reduction", "") == "ordered" && run->plan.value("reduction", "") == "ordered";
-  const std::set<std::string> ignored = IgnoredFields(ordered);
+  std::vector<std::string> ignored = BitFreeResultFields(/*allreduce=*/!ordered);
+  // A GPU's description (PCI bus id, ordinal, memory), written by builds before
+  // issue 26 into the fingerprint, decides no bit under any reduction.
+  ignored.insert(ignored.end(), std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
   CompareSection("plan", golden->plan, run->plan, ignored, result.reasons);
   CompareSection("model", golden->model, run->model, ignored, result.reasons);
   CompareSection("build", golden->build, run->build, ignored, result.reasons);

@@ -4,15 +4,16 @@
 // receipts. dmlp promises bits for the same plan on the same stack with the
 // same build (DESIGN.md), so two runs must match when their result.json agree
 // on
-//   - the plan and model, except what never changes a bit: STEPS (a shorter
-//     run is a prefix), OUT_DIR, the port, the heartbeat, checkpoints, and the
-//     number of processes under the ordered reduction (its promise);
+//   - the plan and model, except what never changes a bit: the settings
+//     common/bit_settings.h marks so (STEPS, a shorter run being a prefix,
+//     OUT_DIR, the port, the heartbeat, checkpoints), and under the ordered
+//     reduction the number of processes (its promise);
 //   - the build (version, git commit, uncommitted changes, compilers, CUDA
 //     architectures and headers);
 //   - the fingerprint (platform, CPU or GPU model, libraries, BLAS kernel,
-//     precision, shards), except what only moves bytes: BLAS threads, the
-//     collectives library and NCCL's transport variables (under the ordered
-//     reduction).
+//     precision, shards), except what only moves bytes (bit_settings.h again):
+//     BLAS threads, and under the ordered reduction the collectives library
+//     and NCCL's variables.
 // Otherwise they are not comparable, and a difference in the receipts is not
 // a failure to reproduce. Without result.json on one side (a run still going),
 // in the reference's format (no build, no fingerprint), or from a build with

@@ -54,8 +54,12 @@ std::string Header(const char* verdict, int exit_code, const std::string& detail
          std::to_string(exit_code) + " &middot; " + detail + "</p></header>";
 }
 
+// The first bytes of every page: how dmlp-verify knows a FILE it may replace.
+constexpr std::string_view kPageMarker =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"dmlp-verify\">";
+
 std::string PageStart(const std::string& title) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+  return std::string(kPageMarker) +
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
          "<meta name=\"viewport\" content=\"width=device-width\"><title>" + title + "</title><style>" + kStyle +
          "</style></head><body>\n";
@@ -235,5 +239,7 @@ std::string FormatHtmlErrorReport(const VerifyOptions& options, const Status& er
   if (options.against) html += Row("against", HtmlEscape(*options.against, 400));
   return html + "</table>" + PageEnd();
 }
+
+bool IsHtmlReport(std::string_view page) { return page.starts_with(kPageMarker); }
 
 }  // namespace dmlp::verify

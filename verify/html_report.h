@@ -1,4 +1,4 @@
-// defines: FormatHtmlReport, FormatHtmlErrorReport
+// defines: FormatHtmlReport, FormatHtmlErrorReport, IsHtmlReport
 //
 // --html=FILE: one self-contained page for people, built from the same Report
 // as the text and JSON reports (the findings, the first divergence, the run
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "verify/verifier.h"
@@ -24,5 +25,7 @@ namespace dmlp::verify {
 std::string FormatHtmlReport(const Report& report);
 /// The page when verification could not run (verdict ERROR, exit 2).
 std::string FormatHtmlErrorReport(const VerifyOptions& options, const Status& error);
+/// Whether `page` begins as every page above does: one dmlp-verify wrote (report_file.h).
+bool IsHtmlReport(std::string_view page);
 
 }  // namespace dmlp::verify

@@ -5,7 +5,7 @@
 #include <new>
 #include <string>
 
-#include "common/file_util.h"
+#include "common/std_streams.h"
 #include "verify/html_report.h"
 #include "verify/options.h"
 #include "verify/report_file.h"
@@ -20,10 +20,21 @@ int Fail(const dmlp::Status& status) {
   return 2;
 }
 
+// The exit code is the verdict, once stdout has its report: a reader that went
+// away (EPIPE, `| head`) chose not to read on, but any other failure (a full
+// disk, EFBIG) lost the report, which is trouble.
+int Finish(int exit_code) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return exit_code;
+  if (errno == EPIPE) return exit_code;
+  return Fail(dmlp::Status::Error("IO_ERROR", std::string("write stdout: ") + std::strerror(errno != 0 ? errno : EIO)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace dmlp::verify;
+  dmlp::PrepareStandardStreams();
   ParseOutcome parsed = ParseCommandLine(argc, argv);
   if (!parsed.command) {
     std::fputs(parsed.out.c_str(), stdout);
@@ -64,14 +75,14 @@ int main(int argc, char** argv) {
                                          : FormatHtmlErrorReport(command.verify, report.status());
     if (dmlp::Status written = WriteReportFile(*command.html_path, page); !written.ok()) return Fail(written);
   }
-  if (!command.json_path) return exit_code;
+  if (!command.json_path) return Finish(exit_code);
   std::fflush(human);
   const std::string text = DumpReport(document);
   if (json_to_stdout) {
     std::fputs(text.c_str(), stdout);
-    return std::fflush(stdout) == 0 ? exit_code : Fail(dmlp::Status::Error("IO_ERROR", "write stdout"));
+    return Finish(exit_code);
   }
-  if (dmlp::Status written = dmlp::WriteFileAtomically(*command.json_path, text); !written.ok())
+  if (dmlp::Status written = WriteReportFile(*command.json_path, text); !written.ok())
     return Fail(written);
-  return exit_code;
+  return Finish(exit_code);
 }

@@ -1,22 +1,18 @@
 #include "verify/options.h"
 
-#include <climits>
 #include <memory>
-#include <cstdlib>
 #include <sstream>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "common/build_info.h"
+#include "verify/html_report.h"
+#include "verify/report_file.h"
+#include "verify/report_json.h"
 
 namespace dmlp::verify {
 namespace {
-
-std::optional<std::string> RealPath(const std::string& path) {
-  char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) return std::nullopt;
-  return std::string(resolved);
-}
 
 // Shows `--json[=FILE]` in --help instead of CLI11's `--json{-}` spelling.
 class HelpFormatter : public CLI::Formatter {
@@ -26,10 +22,6 @@ class HelpFormatter : public CLI::Formatter {
     return CLI::Formatter::make_option_name(option, is_positional);
   }
 };
-
-bool IsInside(const std::string& path, const std::string& dir) {
-  return path == dir || (path.starts_with(dir) && (dir == "/" || path[dir.size()] == '/'));
-}
 
 }  // namespace
 
@@ -85,20 +77,11 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
 }
 
 Status CheckReportPlacement(const CommandLine& command) {
-  if (!command.json_path || *command.json_path == "-") return Status::Ok();
-  const std::string& path = *command.json_path;
-  size_t slash = path.find_last_of('/');
-  std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  std::optional<std::string> where = RealPath(parent);
-  if (!where) return Status::Ok();  // writing will fail and say why
-  for (const std::optional<std::string>& run : {std::optional<std::string>(command.verify.run_dir),
-                                                command.verify.against}) {
-    if (!run) continue;
-    std::optional<std::string> dir = RealPath(*run);
-    if (dir && IsInside(*where, *dir))
-      return Status::Error("USAGE_ERROR", "--json=" + path + " is inside the run directory " + *run +
-                                              ", which dmlp-verify never writes");
-  }
+  std::vector<std::string> runs = {command.verify.run_dir};
+  if (command.verify.against) runs.push_back(*command.verify.against);
+  if (command.json_path && *command.json_path != "-")
+    DMLP_RETURN_IF_ERROR(CheckReportTarget("--json=", *command.json_path, runs, IsJsonReport));
+  if (command.html_path) DMLP_RETURN_IF_ERROR(CheckReportTarget("--html=", *command.html_path, runs, IsHtmlReport));
   return Status::Ok();
 }
 

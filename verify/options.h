@@ -6,11 +6,11 @@
 //   dmlp-verify --list-checks | --help | --version
 //
 // `--json` alone writes the JSON report to stdout and the human report to
-// stderr; `--json=FILE` writes it to FILE (never inside a run directory) and
-// the human report to stdout. FILE must be attached with '=': `--json FILE`
-// would read FILE as RUN_DIR. `--html=FILE` writes the page for people to FILE,
-// replaced atomically (report_file.h); it may be inside a run directory only
-// because FILE says so: nothing else is ever written there.
+// stderr; `--json=FILE` writes it to FILE and the human report to stdout.
+// FILE must be attached with '=': `--json FILE` would read FILE as RUN_DIR.
+// `--html=FILE` writes the page for people to FILE. Either FILE is replaced
+// atomically, never inside a run directory, and only where it is absent or an
+// earlier report (report_file.h).
 #pragma once
 
 #include <optional>
@@ -37,7 +37,7 @@ struct ParseOutcome {
 
 /// Parses argv; never prints.
 ParseOutcome ParseCommandLine(int argc, const char* const* argv);
-/// USAGE_ERROR when --json=FILE would be written inside RUN_DIR or OTHER_RUN.
+/// USAGE_ERROR when --json=FILE or --html=FILE may not be written (report_file.h CheckReportTarget).
 Status CheckReportPlacement(const CommandLine& command);
 
 }  // namespace dmlp::verify

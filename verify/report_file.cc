@@ -1,22 +1,110 @@
 #include "verify/report_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "common/file_util.h"
 
 namespace dmlp::verify {
 namespace {
 
+// Larger than any report dmlp-verify writes (findings are capped): a bigger
+// file is not one of them, and is not read to find out.
+constexpr off_t kMaxReportBytes = off_t{256} << 20;
+// Directories between FILE and "/" that are compared with the runs, at most.
+constexpr int kMaxDepth = 4096;
+
 Status Trouble(const std::string& what, int error) {
   return Status::Error("IO_ERROR", what + ": " + std::strerror(error));
 }
 
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool SameFile(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+const char* KindOf(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+/// The index of the run in `runs` that `directory` is or lies below, if any.
+std::optional<size_t> EnclosingRun(const std::string& directory, const std::vector<struct stat>& runs) {
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;  // writing there fails and says why
+  std::optional<size_t> found;
+  for (int depth = 0; depth < kMaxDepth && !found; ++depth) {
+    struct stat here {};
+    if (::fstat(fd, &here) != 0) break;
+    for (size_t i = 0; i < runs.size() && !found; ++i)
+      if (SameFile(here, runs[i])) found = i;
+    const int parent = ::openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat above {};
+    const bool at_root = parent < 0 || ::fstat(parent, &above) != 0 || SameFile(above, here);
+    ::close(fd);
+    fd = parent;
+    if (at_root) break;
+  }
+  if (fd >= 0) ::close(fd);
+  return found;
+}
+
+/// Whether the regular file at `path` is a report dmlp-verify wrote.
+Result<bool> HoldsOwnReport(const std::string& path, const ReportMarker& is_own_report) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Trouble("open " + path, errno);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size > kMaxReportBytes) {
+    ::close(fd);
+    return false;
+  }
+  Result<std::string> text = ReadFdToString(fd, path);  // closes fd
+  if (!text.ok()) return text.status();
+  return is_own_report(*text);
+}
+
 }  // namespace
+
+Status CheckReportTarget(const std::string& option, const std::string& path,
+                         const std::vector<std::string>& run_dirs, const ReportMarker& is_own_report) {
+  std::vector<struct stat> runs;
+  std::vector<std::string> names;
+  for (const std::string& run : run_dirs) {
+    struct stat info {};
+    if (::stat(run.c_str(), &info) != 0) continue;  // verifying it fails and says why
+    runs.push_back(info);
+    names.push_back(run);
+  }
+  if (std::optional<size_t> run = EnclosingRun(ParentOf(path), runs))
+    return Status::Error("USAGE_ERROR", option + path + " is inside the run directory " + names[*run] +
+                                            ", which dmlp-verify never writes");
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return Trouble("stat " + path, errno);
+  }
+  if (!S_ISREG(info.st_mode))
+    return Status::Error("USAGE_ERROR", option + path + " is " + KindOf(info.st_mode) +
+                                            ", not a report dmlp-verify wrote; it is never replaced");
+  DMLP_ASSIGN_OR_RETURN(bool own, HoldsOwnReport(path, is_own_report));
+  if (!own)
+    return Status::Error("USAGE_ERROR", option + path +
+                                            " exists and is not a report dmlp-verify wrote; it is never replaced");
+  return Status::Ok();
+}
 
 Status WriteReportFile(const std::string& path, std::string_view contents) {
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
@@ -25,6 +113,10 @@ Status WriteReportFile(const std::string& path, std::string_view contents) {
   Status status = WriteAll(fd, contents, temporary);
   if (status.ok() && ::fsync(fd) != 0) status = Trouble("fsync " + temporary, errno);
   if (::close(fd) != 0 && status.ok()) status = Trouble("close " + temporary, errno);
+  // Checked once more just before: what took FILE's name meanwhile is not replaced either.
+  struct stat info {};
+  if (status.ok() && ::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    status = Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
   if (status.ok() && std::rename(temporary.c_str(), path.c_str()) != 0)
     status = Trouble("rename " + temporary + " to " + path, errno);
   if (!status.ok()) {

@@ -133,4 +133,10 @@ std::string DumpReport(const json& report) {
   return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+bool IsJsonReport(std::string_view text) {
+  // Sorted keys put "against" first, so the marker is the schema field, not a prefix.
+  const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return document.is_object() && document.value("schema", json()) == kReportSchema;
+}
+
 }  // namespace dmlp::verify

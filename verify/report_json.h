@@ -1,4 +1,4 @@
-// defines: ReportToJson, ErrorReportToJson, kReportSchema
+// defines: ReportToJson, ErrorReportToJson, kReportSchema, IsJsonReport
 //
 // The --json report, schema "dmlp-verify/1": one object, valid whatever the
 // verdict (also when the verifier itself failed, exit 2):
@@ -40,6 +40,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,8 @@ inline constexpr char kReportSchema[] = "dmlp-verify/1";
 nlohmann::json ReportToJson(const Report& report);
 /// The report object when verification could not run (verdict ERROR, exit 2).
 nlohmann::json ErrorReportToJson(const VerifyOptions& options, const Status& error);
+/// Whether `text` is a report object of schema kReportSchema: one dmlp-verify wrote (report_file.h).
+bool IsJsonReport(std::string_view text);
 /// Serializes a report (2-space indent, invalid UTF-8 replaced, trailing newline).
 std::string DumpReport(const nlohmann::json& report);
 

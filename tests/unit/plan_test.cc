@@ -1,6 +1,7 @@
 #include "trainer/plan.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -318,6 +319,62 @@ TEST_F(ConfigFileTest, AnInvalidValueFromTheFileIsReportedByName) {
   Environment env(values);
   env.FillFrom(*file);
   EXPECT_EQ(ReadPlan(env).status().ToString(), "ENV_INVALID: STEPS='zero' is not an integer");
+}
+
+// Was std::__ios_failure out of yaml-cpp: SIGABRT, exit 134.
+TEST(PlanTest, AConfigThatCannotBeReadIsConfigInvalid) {
+  char scratch[] = "/tmp/dmlp23-plan-XXXXXX";
+  ASSERT_NE(::mkdtemp(scratch), nullptr);
+  const std::string directory = std::string(scratch) + "/d.yaml";
+  ASSERT_EQ(::mkdir(directory.c_str(), 0755), 0);
+  for (const std::string& path : {directory, std::string("/proc/self/mem")}) {
+    Result<Environment> loaded = LoadConfigFile(path);
+    EXPECT_EQ(loaded.status().code(), "CONFIG_INVALID") << path;
+    EXPECT_TRUE(loaded.status().detail().starts_with(path + ": cannot be read")) << loaded.status().ToString();
+  }
+  ::rmdir(directory.c_str());
+  ::rmdir(scratch);
+}
+
+Plan PlanWith(std::initializer_list<std::pair<const char*, const char*>> settings) {
+  Environment env = ValidEnv();
+  env.Set("DATA_SHARDS", "4");
+  for (const auto& [name, value] : settings) env.Set(name, value);
+  Result<Plan> plan = ReadPlan(env);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? *plan : Plan{};
+}
+
+// Was CHECKPOINT_PLAN_MISMATCH on a resume that only raised the heartbeat.
+TEST(PlanTest, SettingsThatDecideNoBitMayChangeOnResume) {
+  const Plan plan = PlanWith({});
+  for (const auto& [name, value] : {std::pair{"HEARTBEAT_TIMEOUT_SECONDS", "86400"}, std::pair{"DIGEST_THREADS", "3"},
+                                    std::pair{"STEPS", "30"}, std::pair{"CHECKPOINT_EVERY", "5"},
+                                    std::pair{"RESUME", "1"}, std::pair{"DIVERGENCE_CHECK", "off"},
+                                    std::pair{"AUDIT_EVERY", "0"}, std::pair{"NUM_PROCESSES", "4"},
+                                    std::pair{"COORDINATOR_PORT", "999"}, std::pair{"OUT_DIR", "/elsewhere"}})
+    EXPECT_EQ(CheckpointFingerprint(PlanWith({{name, value}})), CheckpointFingerprint(plan)) << name;
+  // Ranks still agree on the heartbeat: a mixed job is a PLAN_MISMATCH naming it.
+  EXPECT_NE(PlanFingerprint(PlanWith({{"HEARTBEAT_TIMEOUT_SECONDS", "86400"}})), PlanFingerprint(plan));
+  for (const auto& [name, value] : {std::pair{"SEED", "1"}, std::pair{"BATCH", "16"}, std::pair{"MICROBATCHES", "1"},
+                                    std::pair{"LEARNING_RATE", "0.01"}, std::pair{"WIDTH", "8"},
+                                    std::pair{"DATA_SHARDS", "2"}, std::pair{"REDUCTION", "allreduce"}})
+    EXPECT_NE(CheckpointFingerprint(PlanWith({{name, value}})), CheckpointFingerprint(plan)) << name;
+}
+
+// Was accepted: a resume of an allreduce job on 4 ranks from 2 ranks' checkpoint
+// gave receipts no clean run of the recorded plan gives.
+TEST(PlanTest, WithAllreduceTheWorldSizeAndCollectivesDecideTheBits) {
+  const Plan two = PlanWith({{"REDUCTION", "allreduce"}});
+  const Plan four = PlanWith({{"REDUCTION", "allreduce"}, {"NUM_PROCESSES", "4"}});
+  EXPECT_NE(CheckpointFingerprint(two), CheckpointFingerprint(four));
+  EXPECT_NE(CheckpointFingerprint(two).find("\nnum_processes=2"), std::string::npos);
+  const Plan nccl = PlanWith({{"PLATFORM", "cuda"}, {"REDUCTION", "allreduce"}});
+  const Plan gloo = PlanWith({{"PLATFORM", "cuda"}, {"REDUCTION", "allreduce"}, {"COLLECTIVES", "gloo"}});
+  EXPECT_NE(CheckpointFingerprint(nccl), CheckpointFingerprint(gloo));
+  // The heartbeat decides no bit under allreduce either.
+  EXPECT_EQ(CheckpointFingerprint(PlanWith({{"REDUCTION", "allreduce"}, {"HEARTBEAT_TIMEOUT_SECONDS", "5"}})),
+            CheckpointFingerprint(two));
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include "trainer/rendezvous/rendezvous.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -179,6 +181,7 @@ TEST(PlanDifferenceTest, NamesTheFirstDifferingField) {
   EXPECT_EQ(DescribePlanDifference("A=1", "A=1;C=3"), "C=3 (rank 0 has no C)");
   EXPECT_EQ(DescribePlanDifference("abc", "abd"), "fingerprint \"abd\" (rank 0 has \"abc\")");
   EXPECT_EQ(DescribePlanDifference("A=1\nA=2", "A=1"), "fingerprint \"A=1\" (rank 0 has \"A=1\nA=2\")");
+  EXPECT_EQ(DescribePlanDifference("A=1", "A=2", "the checkpoint"), "A=2 (the checkpoint has A=1)");
 }
 
 // ---- the coordinator, 3 ranks ---------------------------------------------
@@ -417,6 +420,42 @@ TEST(RendezvousTest, RankStoppedLongerThanTheTimeoutDoesNotTimeOut) {
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFEXITED(wstatus));
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "11: timed out after the freeze";
+}
+
+// Was: accept4 failing with EMFILE about 15,500 times a second until
+// RENDEZVOUS_TIMEOUT (two heartbeats), and EMFILE never named. In a forked
+// child, because the descriptor limit is the whole process's.
+TEST(RendezvousTest, OutOfDescriptorsAtTheCoordinatorIsNamedNotSpun) {
+  const int port = FreePort();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(60);  // heartbeats of 600 s: only the named failure ends the join in time
+    Status joined;
+    std::thread rank0([&] { joined = Rendezvous::Join(RendezvousTestOptions(port, 0, 2, 600)).status(); });
+    std::this_thread::sleep_for(500ms);  // rank 0 has joined and waits for rank 1
+    // Rank 1's socket takes the lowest free number; with the limit just above
+    // it, the coordinator's end of the connection has no number left.
+    const int rank1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const rlim_t limit = static_cast<rlim_t>(rank1 + 1);
+    struct rlimit few = {limit, limit};
+    if (rank1 < 0 || setrlimit(RLIMIT_NOFILE, &few) != 0) _exit(3);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (connect(rank1, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) _exit(4);
+    rank0.join();
+    close(rank1);
+    const std::string expected = "too many open files (RLIMIT_NOFILE=" + std::to_string(limit) + ")";
+    const bool named = joined.code() == "RESOURCE_EXHAUSTED" && joined.detail().find(expected) != std::string::npos;
+    if (!named) fprintf(stderr, "got %s\n", joined.ToString().c_str());
+    _exit(named ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

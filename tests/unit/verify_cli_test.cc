@@ -1,5 +1,7 @@
 // The dmlp-verify binary itself: exit codes, the exact error text users see,
 // where the human and JSON reports go.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,14 +124,100 @@ TEST(VerifyCliTest, HtmlIsWrittenForEveryVerdictWithoutChangingTheExitCode) {
   EXPECT_NE(reports.Read("e.html").find("NOT_FOUND: " + run.File("missing")), std::string::npos);
 }
 
-TEST(VerifyCliTest, HtmlInsideTheRunOnlyWhereTheUserSaysSo) {
-  testing::TempDir run;
+// Was: `--html=c/rank-1.jsonl c` replaced the receipts with the page, exit 0,
+// and the next verification failed with 25 errors.
+TEST(VerifyCliTest, NoReportIsWrittenIntoARunDirectory) {
+  testing::TempDir run, golden, reports;
+  testing::WriteReferenceRun(run, 2, 3);
+  testing::WriteReferenceRun(golden, 2, 3);
+  const std::string receipts = run.Read("rank-1.jsonl");
+  std::filesystem::create_directory(run.File("sub"));
+  std::filesystem::create_directory_symlink(run.path(), reports.File("link"));
+  for (const std::string option : {"--html=", "--json="}) {
+    // The same directory however it is spelled: compared by device and inode.
+    for (const std::string& file : {run.File("rank-1.jsonl"), run.File("sub/r.x"), reports.File("link/r.x"),
+                                    run.File("sub/../state.safetensors")}) {
+      Ran ran = RunVerify({option + file, run.path()});
+      EXPECT_EQ(ran.exit_code, 2) << file;
+      EXPECT_EQ(ran.err, "dmlp-verify: error: USAGE_ERROR: " + option + file + " is inside the run directory " +
+                             run.path() + ", which dmlp-verify never writes\n");
+    }
+    Ran against = RunVerify({option + golden.File("r.x"), "--against", golden.path(), run.path()});
+    EXPECT_EQ(against.exit_code, 2);
+    EXPECT_EQ(against.err, "dmlp-verify: error: USAGE_ERROR: " + option + golden.File("r.x") +
+                               " is inside the run directory " + golden.path() + ", which dmlp-verify never writes\n");
+  }
+  EXPECT_EQ(run.Read("rank-1.jsonl"), receipts);
+  EXPECT_FALSE(std::filesystem::exists(run.File("sub/r.x")));
+  EXPECT_FALSE(std::filesystem::exists(golden.File("r.x")));
+  EXPECT_EQ(RunVerify({run.path()}).exit_code, 0);
+}
+
+// Was: --json=NODE renamed a 2,683-byte file over a device node (run as root,
+// --json=/dev/null would replace the system's). A stand-in node here: the
+// real /dev/null is never named by a test.
+TEST(VerifyCliTest, AReportNeverReplacesWhatIsNotARegularFile) {
+  testing::TempDir run, reports;
   testing::WriteReferenceRun(run, 1, 2);
-  Ran ran = RunVerify({"--html=" + run.File("report.html"), run.path()});
-  EXPECT_EQ(ran.exit_code, 0);
-  EXPECT_TRUE(std::filesystem::exists(run.File("report.html")));
-  Ran again = RunVerify({run.path()});  // a file the verifier does not know is ignored
-  EXPECT_EQ(again.exit_code, 0) << again.out;
+  ASSERT_EQ(::mkfifo(reports.File("fifo").c_str(), 0644), 0);
+  std::filesystem::create_directory(reports.File("dir"));
+  reports.Write("earlier.json", "{}\n");
+  std::filesystem::create_symlink(reports.File("earlier.json"), reports.File("link"));
+  std::vector<std::pair<std::string, std::string>> targets = {
+      {"fifo", "a FIFO"}, {"dir", "a directory"}, {"link", "a symbolic link"}};
+  // A character device like /dev/null where this test may make one (root).
+  if (::mknod(reports.File("null").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0)
+    targets.emplace_back("null", "a character device");
+  for (const std::string option : {"--html=", "--json="}) {
+    for (const auto& [name, kind] : targets) {
+      Ran ran = RunVerify({option + reports.File(name), run.path()});
+      EXPECT_EQ(ran.exit_code, 2) << name;
+      EXPECT_EQ(ran.err, "dmlp-verify: error: USAGE_ERROR: " + option + reports.File(name) + " is " + kind +
+                             ", not a report dmlp-verify wrote; it is never replaced\n");
+    }
+  }
+  struct stat info {};
+  ASSERT_EQ(::lstat(reports.File("fifo").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  ASSERT_EQ(::lstat(reports.File("link").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  if (::lstat(reports.File("null").c_str(), &info) == 0) {
+    EXPECT_TRUE(S_ISCHR(info.st_mode));
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(reports.path()), {}), targets.size() + 1);
+}
+
+TEST(VerifyCliTest, AReportReplacesOnlyAnEarlierReport) {
+  testing::TempDir run, reports;
+  testing::WriteReferenceRun(run, 1, 2);
+  reports.Write("notes.html", "<!DOCTYPE html>\n<p>my notes</p>\n");
+  reports.Write("notes.json", "{\"schema\": \"mine\"}\n");
+  for (const std::string name : {"notes.html", "notes.json"}) {
+    const std::string option = name.ends_with("html") ? "--html=" : "--json=";
+    Ran ran = RunVerify({option + reports.File(name), run.path()});
+    EXPECT_EQ(ran.exit_code, 2);
+    EXPECT_EQ(ran.err, "dmlp-verify: error: USAGE_ERROR: " + option + reports.File(name) +
+                           " exists and is not a report dmlp-verify wrote; it is never replaced\n");
+  }
+  EXPECT_EQ(reports.Read("notes.html"), "<!DOCTYPE html>\n<p>my notes</p>\n");
+  EXPECT_EQ(reports.Read("notes.json"), "{\"schema\": \"mine\"}\n");
+  // Its own reports, JSON as HTML (HtmlIsWrittenForEveryVerdict...), are replaced.
+  EXPECT_EQ(RunVerify({"--json=" + reports.File("r.json"), run.path()}).exit_code, 0);
+  run.Write("rank-0.jsonl", testing::RankLine(1, 0));
+  EXPECT_EQ(RunVerify({"--json=" + reports.File("r.json"), run.path()}).exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(reports.Read("r.json"))["verdict"], "FAIL");
+}
+
+// Was: --json=FILE wrote FILE.tmp, replacing (and then removing) a file of that name.
+TEST(VerifyCliTest, TheJsonReportsTemporaryIsItsOwn) {
+  testing::TempDir run, reports;
+  testing::WriteReferenceRun(run, 1, 2);
+  reports.Write("r.json.tmp", "the user's\n");
+  Ran ran = RunVerify({"--json=" + reports.File("r.json"), run.path()});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(reports.Read("r.json.tmp"), "the user's\n");
+  EXPECT_EQ(nlohmann::json::parse(reports.Read("r.json"))["verdict"], "PASS");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(reports.path()), {}), 2);
 }
 
 TEST(VerifyCliTest, AnUnwritableHtmlFileIsTroubleNamingIt) {

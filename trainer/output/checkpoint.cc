@@ -6,9 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
+#include "common/bit_settings.h"
 #include "common/state_digest.h"
 #include "common/state_file.h"
+#include "trainer/rendezvous/plan_difference.h"
 
 namespace dmlp {
 namespace {
@@ -42,14 +45,37 @@ std::string MetadataValue(const StateFileIndex& index, const std::string& key) {
   return it == index.metadata.end() ? std::string() : it->second;
 }
 
+/// The line "key=value" of `fingerprint` for `key`, or "" when it has none.
+std::string LineOf(std::string_view fingerprint, std::string_view key) {
+  const std::string text = "\n" + std::string(fingerprint) + "\n";
+  const size_t start = text.find("\n" + std::string(key) + "=");
+  if (start == std::string::npos) return "";
+  return text.substr(start + 1, text.find('\n', start + 1) - start - 1);
+}
+
+/// What differs between the checkpoint's fingerprint and this plan's, and why
+/// it matters where a setting decides the bits only under allreduce.
+std::string DescribeCheckpointDifference(const Plan& plan, const std::string& recorded) {
+  const std::string ours = CheckpointFingerprint(plan);
+  std::string detail = DescribePlanDifference(recorded, ours, "the checkpoint");
+  for (const SettingRow& row : kSettings) {
+    if (row.bits != Bits::kWithAllreduce || row.plan_key.empty()) continue;
+    const std::string line = LineOf(ours, row.plan_key);
+    if (!line.empty() && line != LineOf(recorded, row.plan_key))
+      detail += "; with REDUCTION=" + std::string(ReductionName(plan.reduction)) + " " + std::string(row.name) +
+                " decides the bits";
+  }
+  return detail;
+}
+
 /// Validates one checkpoint file; a plan mismatch is returned as its own code.
 Result<CheckpointChoice> Examine(const Plan& plan, const StateLayout& layout, int64_t step) {
   CheckpointChoice choice{step, plan.out_dir + "/" + CheckpointFileName(step), {}, {}};
   DMLP_ASSIGN_OR_RETURN(StateFileIndex index, ReadStateFileIndex(choice.path));
-  if (MetadataValue(index, "checkpoint_fingerprint") != CheckpointFingerprint(plan))
-    return Status::Error("CHECKPOINT_PLAN_MISMATCH",
-                         choice.path + " was written by another plan (model, data, optimizer, "
-                                       "DATA_SHARDS or platform differ)");
+  const std::string recorded = MetadataValue(index, "checkpoint_fingerprint");
+  if (recorded != CheckpointFingerprint(plan))
+    return Status::Error("CHECKPOINT_PLAN_MISMATCH", choice.path + " was written by another plan: " +
+                                                         DescribeCheckpointDifference(plan, recorded));
   if (MetadataValue(index, "step") != std::to_string(step))
     return Status::Error("CHECKPOINT_INVALID", choice.path + ": metadata step does not match");
   choice.params_sha256 = MetadataValue(index, "params_sha256");
@@ -71,19 +97,7 @@ std::string CheckpointFileName(int64_t step) {
   return name;
 }
 
-std::string CheckpointFingerprint(const Plan& plan) {
-  Plan normalized = plan;
-  normalized.num_processes = 1;
-  normalized.steps = 1;
-  normalized.checkpoint_every = 0;
-  normalized.resume = false;
-  normalized.divergence_check = true;  // a check never changes the state it checks
-  // Which library moved the bytes does not change them (ordered), and with
-  // allreduce the bits depend on NUM_PROCESSES too, which is normalized above.
-  normalized.collectives = CollectivesKind::kNccl;
-  normalized.audit_every = kDefaultAuditEvery;  // an audit only checks the computation
-  return PlanFingerprint(normalized);
-}
+std::string CheckpointFingerprint(const Plan& plan) { return BitsFingerprint(plan); }
 
 Status WriteCheckpoint(const Plan& plan, const StateLayout& layout, int64_t step,
                        const uint8_t* image, const std::string& params_sha256) {

@@ -10,7 +10,8 @@
 // RESUME=1 takes the newest valid checkpoint. A checkpoint whose bytes do not
 // hash to its recorded digest (torn, corrupted) is skipped with a warning and
 // the previous one is used; one of another plan is refused
-// (CHECKPOINT_PLAN_MISMATCH), never half-used; if checkpoints exist but none is
+// (CHECKPOINT_PLAN_MISMATCH naming the first setting that differs), never
+// half-used; if checkpoints exist but none is
 // valid, CHECKPOINT_INVALID. A valid checkpoint whose digest is not what every
 // rank of the earlier attempt recorded at its step (a rank 0 that had
 // diverged, with DIVERGENCE_CHECK=off) is skipped the same way
@@ -30,9 +31,11 @@ namespace dmlp {
 
 /// "checkpoint-00000012.safetensors"
 std::string CheckpointFileName(int64_t step);
-/// The plan facts that decide the bits of a state: like PlanFingerprint but
-/// without NUM_PROCESSES (resuming on another world size is allowed when
-/// DATA_SHARDS is kept), STEPS (a job may be extended), CHECKPOINT_EVERY, RESUME.
+/// The plan facts that decide the bits of a state under the plan's REDUCTION
+/// (BitsFingerprint, from the table in common/bit_settings.h): not STEPS (a job
+/// may be extended), the heartbeat, checkpoints or RESUME, and NUM_PROCESSES
+/// only with REDUCTION=allreduce (with ordered, resuming on another world size
+/// that divides DATA_SHARDS gives the same receipts).
 std::string CheckpointFingerprint(const Plan& plan);
 
 /// Rank 0: writes the checkpoint of `step` and prunes older ones (keeps two).

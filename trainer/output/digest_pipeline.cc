@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include "common/state_digest.h"
+#include "common/thread_start.h"
 
 namespace dmlp {
 
@@ -48,7 +49,15 @@ Status DigestPipeline::Start() {
     buffers_.push_back(std::move(buffer));
   }
   busy_.assign(buffers_.size(), false);
-  for (int i = 0; i < hasher_threads_; ++i) hashers_.emplace_back([this] { HasherLoop(); });
+  hashers_.reserve(static_cast<size_t>(hasher_threads_));  // a started thread is never dropped by a throw
+  for (int i = 0; i < hasher_threads_; ++i) {
+    // Those started before a refusal are joined by the destructor.
+    DMLP_ASSIGN_OR_RETURN(std::thread hasher,
+                          StartThread("digest hasher " + std::to_string(i + 1) + " of " +
+                                          std::to_string(hasher_threads_) + ", DIGEST_THREADS",
+                                      [this] { HasherLoop(); }));
+    hashers_.push_back(std::move(hasher));
+  }
   return Status::Ok();
 }
 

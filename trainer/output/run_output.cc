@@ -188,6 +188,22 @@ Status RunOutput::BeginEnvironment(const std::string& event, std::function<RankS
   return env_.Begin(event, last_step_, std::move(describe));
 }
 
+void RunOutput::PrintMetricLine(int64_t step, const std::string& loss, const std::string& params_sha256) {
+  if (metric_lines_lost_) return;
+  errno = 0;
+  std::printf("METRIC step=%lld loss=%s params_sha256=%s\n", static_cast<long long>(step), loss.c_str(),
+              params_sha256.c_str());
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return;
+  // The receipts are the record, and they are written: the job goes on, and
+  // says once (stderr may still be read) that stdout lost its lines.
+  metric_lines_lost_ = true;
+  std::fprintf(stderr,
+               "dmlp-train: warning: stdout: %s; METRIC lines from step %lld on are lost (the receipts keep "
+               "every step)\n",
+               std::strerror(errno != 0 ? errno : EIO), static_cast<long long>(step));
+  std::fflush(stderr);
+}
+
 Status RunOutput::Record(int64_t step, const std::string& loss, const std::string& params_sha256) {
   if (step != last_step_ + 1)
     return Status::Error("METRIC_STEP_NOT_CONTIGUOUS", "step " + std::to_string(step) +
@@ -210,9 +226,7 @@ Status RunOutput::Record(int64_t step, const std::string& loss, const std::strin
     receipt.rank.reset();
     DMLP_ASSIGN_OR_RETURN(LineOutcome metrics_outcome, metrics_file_.Put(step, FormatReceiptLine(receipt)));
     (void)metrics_outcome;  // a step counts once, by its rank file
-    std::printf("METRIC step=%lld loss=%s params_sha256=%s\n", static_cast<long long>(step),
-                loss.c_str(), params_sha256.c_str());
-    std::fflush(stdout);
+    PrintMetricLine(step, loss, params_sha256);
   }
   if (outcome == LineOutcome::kConfirmed) ++confirmed_replays_;
   last_step_ = step;

@@ -86,6 +86,8 @@ class RunOutput {
  private:
   explicit RunOutput(const Plan& plan) : plan_(plan) {}
   void CloseFiles();
+  /// Rank 0's METRIC line on stdout; a failed write is a warning, once (the receipts are the record).
+  void PrintMetricLine(int64_t step, const std::string& loss, const std::string& params_sha256);
 
   Plan plan_;
   int rank_fd_ = -1;
@@ -97,6 +99,7 @@ class RunOutput {
   ReceiptFile rank_file_, metrics_file_;  // checked writers over the two descriptors
   int64_t last_step_ = 0;
   int64_t confirmed_replays_ = 0;
+  bool metric_lines_lost_ = false;  // stdout failed (a reader gone, a full disk): warned once
   std::string last_loss_, last_hash_;
   std::vector<Receipt> prior_;  // an earlier attempt's receipts, to replay against
   std::vector<std::string> created_;  // paths of the receipt files Open created

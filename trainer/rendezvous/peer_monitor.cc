@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/thread_start.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
@@ -57,7 +58,8 @@ Result<std::unique_ptr<PeerMonitor>> PeerMonitor::Start(int fd, int rank, std::s
   Status status = SendAll(fd, EncodeMessage(watch), send_wait);
   if (status.ok()) status = monitor->PingOnce();
   if (!status.ok()) return status;  // the destructor closes fd
-  monitor->thread_ = std::thread([raw = monitor.get()] { raw->Run(); });
+  DMLP_ASSIGN_OR_RETURN(monitor->thread_, StartThread("peer monitor of rank " + std::to_string(rank),
+                                                      [raw = monitor.get()] { raw->Run(); }));
   return monitor;
 }
 

@@ -41,20 +41,22 @@ const std::string* Find(const Items& items, const std::string& name) {
 
 }  // namespace
 
-std::string DescribePlanDifference(std::string_view rank0_fingerprint, std::string_view other_fingerprint) {
+std::string DescribePlanDifference(std::string_view rank0_fingerprint, std::string_view other_fingerprint,
+                                   std::string_view reference) {
+  const std::string has = " (" + std::string(reference) + " has ";
   std::optional<Items> ours = ParseItems(rank0_fingerprint);
   std::optional<Items> theirs = ParseItems(other_fingerprint);
   if (ours && theirs) {
     for (const auto& [name, value] : *ours) {
       const std::string* other = Find(*theirs, name);
-      if (other == nullptr) return name + " missing (rank 0 has " + name + "=" + value + ")";
-      if (*other != value) return name + "=" + *other + " (rank 0 has " + name + "=" + value + ")";
+      if (other == nullptr) return name + " missing" + has + name + "=" + value + ")";
+      if (*other != value) return name + "=" + *other + has + name + "=" + value + ")";
     }
     for (const auto& [name, value] : *theirs) {
-      if (Find(*ours, name) == nullptr) return name + "=" + value + " (rank 0 has no " + name + ")";
+      if (Find(*ours, name) == nullptr) return name + "=" + value + has + "no " + name + ")";
     }
   }
-  return "fingerprint \"" + std::string(other_fingerprint) + "\" (rank 0 has \"" +
+  return "fingerprint \"" + std::string(other_fingerprint) + "\"" + has + "\"" +
          std::string(rank0_fingerprint) + "\")";
 }
 

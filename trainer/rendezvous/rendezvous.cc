@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/file_util.h"
 #include "common/rank_place.h"
 #include "trainer/rendezvous/rendezvous_server.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
@@ -24,11 +25,13 @@ std::string JoinRanks(const std::vector<int>& ranks) {
 }
 
 // One non-blocking connect attempt to `ai`, waiting in `wait`'s slices.
-// Returns the connected socket, or -1 with `error` set.
-int TryConnect(const addrinfo& ai, PeerWait& wait, std::string* error) {
+// Returns the connected socket, or -1 with `error` set (and `no_descriptor`
+// when there was no descriptor for a socket: retrying would not help).
+int TryConnect(const addrinfo& ai, PeerWait& wait, std::string* error, bool* no_descriptor) {
   int fd = socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol);
   if (fd < 0) {
-    *error = std::string("socket: ") + std::strerror(errno);
+    *no_descriptor = IsDescriptorShortage(errno);
+    *error = "socket: " + (*no_descriptor ? DescribeDescriptorShortage(errno) : std::strerror(errno));
     return -1;
   }
   int rc = connect(fd, ai.ai_addr, ai.ai_addrlen);
@@ -133,11 +136,15 @@ Result<int> Rendezvous::Dial(PeerWait& wait, std::string* last_error) {
     }
     if (rc != 0) *last_error = gai_strerror(rc);  // EAI_AGAIN and friends: retry
     int fd = -1;
-    for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
-      fd = TryConnect(*ai, wait, last_error);
+    bool no_descriptor = false;
+    for (addrinfo* ai = found; ai != nullptr && fd < 0 && !no_descriptor; ai = ai->ai_next) {
+      fd = TryConnect(*ai, wait, last_error, &no_descriptor);
     }
     if (found != nullptr) freeaddrinfo(found);
     if (fd >= 0) return fd;
+    if (no_descriptor)
+      return Status::Error("RESOURCE_EXHAUSTED", "rank " + std::to_string(rank()) + ": cannot reach the coordinator at " +
+                                                     Where() + ": " + *last_error);
     wait.SleepSlice(std::chrono::milliseconds(100));  // the coordinator may not be up yet
   }
   return -1;

@@ -25,6 +25,9 @@
 //     (silence_tracker.h) is lost, as below;
 //   - a rank that leaves (BYE) or drops (connection closed without BYE) makes
 //     every wait that is pending or comes later fail with PEER_LOST: rank R;
+//   - out of descriptors (EMFILE/ENFILE at accept), it backs off instead of
+//     retrying at once, and after kAcceptAttempts the join (or every wait)
+//     fails with RESOURCE_EXHAUSTED naming RLIMIT_NOFILE;
 //   - gather: a round holds the values given so far; once every rank gave
 //     its value, each gets all of them and the round is forgotten (so a name
 //     reused every step costs one round's memory, not one key per step);
@@ -55,6 +58,9 @@ class RendezvousServer {
  public:
   /// Connections that have not said HELLO or WATCH yet, at most; beyond, the oldest is dropped.
   static constexpr size_t kMaxPendingConnections = 64;
+  /// Failed accepts for want of a descriptor before the job fails (about 2.5 s of backoff).
+  static constexpr int kAcceptAttempts = 8;
+  static constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
 
   struct Config {
     int world_size = 1;
@@ -129,6 +135,12 @@ class RendezvousServer {
   void MarkLeft(Connection& conn, const std::string& why);
   /// Records the first departure and fails every pending wait with it.
   void Depart(int rank, const std::string& why);
+  /// Records `status` as the job's failure (unless one came first) and fails every pending wait with it.
+  void FailAll(const Status& status);
+  /// accept() found no descriptor (EMFILE/ENFILE): back off, and fail the job once it lasts.
+  void OutOfDescriptors(int error);
+  /// Milliseconds until the listen socket is polled again; 0 when it is polled now.
+  int AcceptBackoffLeftMs() const;
   void Flush(Connection& conn);
   void CloseConnection(Connection& conn);
   bool AllLeftLocked() const;
@@ -150,7 +162,11 @@ class RendezvousServer {
   bool join_done_ = false;
   Status join_failure_;
   bool wait_for_absent_ = false;
-  Status departure_;  // PEER_LOST of the first rank that left or dropped
+  Status departure_;  // PEER_LOST of the first rank that left or dropped, or RESOURCE_EXHAUSTED
+  // Descriptor shortage at accept() (OutOfDescriptors): consecutive failures,
+  // and when the listen socket is polled again.
+  int accept_failures_ = 0;
+  std::chrono::steady_clock::time_point accept_resume_{};
   std::map<std::string, std::string, std::less<>> values_;
   std::map<std::string, std::set<int>, std::less<>> barrier_arrivals_;
   // Per open gather round: the value of each rank that gave one, by rank.

@@ -1,0 +1,20 @@
+#include "common/bit_settings.h"
+
+namespace dmlp {
+
+std::vector<std::string> BitFreeResultFields(bool allreduce) {
+  std::vector<std::string> fields;
+  for (const SettingRow& row : kSettings) {
+    if (DecidesBits(row.bits, allreduce)) continue;
+    std::string_view rest = row.result_fields;
+    while (!rest.empty()) {
+      const size_t space = rest.find(' ');
+      const std::string_view field = rest.substr(0, space);
+      if (!field.empty()) fields.emplace_back(field);
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+  }
+  return fields;
+}
+
+}  // namespace dmlp
