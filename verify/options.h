@@ -2,7 +2,7 @@
 //
 // dmlp-verify's command line (CLI11; only APIs present in both CLI11 2.1 and 2.4):
 //
-//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN] [--json[=FILE]] [--html=FILE] RUN_DIR
+//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN [--tolerance REL]] [--json[=FILE]] [--html=FILE] RUN_DIR
 //   dmlp-verify --list-checks | --help | --version
 //
 // `--json` alone writes the JSON report to stdout and the human report to
@@ -10,7 +10,9 @@
 // the human report to stdout. FILE must be attached with '=': `--json FILE`
 // would read FILE as RUN_DIR. `--html=FILE` writes the page for people to FILE,
 // replaced atomically (report_file.h); it may be inside a run directory only
-// because FILE says so: nothing else is ever written there.
+// because FILE says so: nothing else is ever written there. `--tolerance REL`
+// (loss_tolerance.h) needs --against; a REL that is not a finite decimal
+// number >= 0 is a usage error (exit 2).
 #pragma once
 
 #include <optional>

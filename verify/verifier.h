@@ -18,6 +18,7 @@
 #include "verify/compare.h"
 #include "verify/comparability.h"
 #include "verify/findings.h"
+#include "verify/loss_tolerance.h"
 #include "verify/rank_env_check.h"
 #include "verify/receipt_set.h"
 #include "verify/run_trace.h"
@@ -30,6 +31,7 @@ struct VerifyOptions {
   bool allow_incomplete = false;       // incomplete exits 0 instead of 3
   bool require_comparable = false;     // --require-comparable: runs that need not match fail
   bool trace = false;                  // keep a RunTrace per run (for --html)
+  std::optional<double> tolerance;     // --tolerance REL: compare the losses within REL, not the bits
 };
 
 /// What was found in one run directory.
@@ -51,7 +53,8 @@ struct RunReport {
 /// --against's verdict: must the runs match, and do they.
 struct AgainstVerdict {
   Comparability comparability;
-  RunComparison comparison;
+  RunComparison comparison;              // bit for bit (decides the verdict without --tolerance)
+  std::optional<LossComparison> losses;  // --tolerance: decides the verdict instead
 };
 
 enum class Verdict { kPass, kIncomplete, kFail };
