@@ -140,8 +140,10 @@ std::string LossSection(const Report& report) {
                              "ranks disagree: step " + std::to_string(report.first_divergence->step), "divergence"});
   if (report.between_runs)
     chart.markers.push_back({report.between_runs->step,
-                             "runs part: step " + std::to_string(report.between_runs->step) + " (" +
-                                 report.between_runs->differs_in + ")",
+                             report.between_runs->differs_in == "loss_tolerance"
+                                 ? "beyond --tolerance: step " + std::to_string(report.between_runs->step)
+                                 : "runs part: step " + std::to_string(report.between_runs->step) + " (" +
+                                       report.between_runs->differs_in + ")",
                              "runs"});
   const AgainstVerdict* against = report.against_verdict ? &*report.against_verdict : nullptr;
   if (against && against->losses && against->losses->largest_step > 0 &&
