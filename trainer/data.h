@@ -1,9 +1,10 @@
 // defines: SampleSpec, CheckSampleLimits, GenerateSamples
 //
 // The training data on the host: FEATURES standard normals and one label per
-// sample, a pure function of (SEED, step, microbatch, global sample index).
-// The definition, and why it is built this way, is in trainer/sample_math.h;
-// the CUDA platform calls the same functions from its kernels.
+// sample, a pure function of (SEED, step, microbatch, global sample index):
+// the reference job's local_batch, bit for bit. The definition is in
+// trainer/sample_math.h; the CUDA platform calls the same functions from its
+// kernels (trainer/cuda/data_gen.cu).
 #pragma once
 
 #include <cstdint>
@@ -14,14 +15,14 @@ namespace dmlp {
 
 /// What a sample depends on besides (step, microbatch, index).
 struct SampleSpec {
-  uint64_t seed = 0;     // SEED, 0 .. 2^63-1
+  uint32_t seed = 0;     // SEED: jax.random.key takes 32 bits (plan.cc refuses more)
   int64_t features = 0;  // FEATURES
   int64_t classes = 0;   // CLASSES
 };
 
-/// ENV_INVALID when the plan does not fit the 32-bit counter words: BATCH,
-/// STEPS and MICROBATCHES <= 2^32 - 1, FEATURES <= 4 * (2^32 - 1) (the last
-/// block is the label's), CLASSES <= INT32_MAX; also every value >= 1.
+/// ENV_INVALID when the plan does not fit jax's 32-bit words: BATCH, STEPS and
+/// MICROBATCHES <= 2^32 - 1 (each is folded into a key as a uint32),
+/// CLASSES <= INT32_MAX (randint's int32 labels); also every value >= 1.
 Status CheckSampleLimits(const SampleSpec& spec, int64_t batch, int64_t steps,
                          int64_t microbatches);
 

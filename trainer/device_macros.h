@@ -1,4 +1,5 @@
-// defines: DMLP_HOST_DEVICE, DMLP_INLINE, FAdd, FSub, FMul, FDiv, FSqrt, FloatBits, FloatFromBits
+// defines: DMLP_HOST_DEVICE, DMLP_INLINE, FAdd, FSub, FMul, FDiv, FSqrt, FFma, FloatBits,
+//          FloatFromBits
 //
 // What lets one header serve the CPU platform (g++) and the CUDA platform
 // (nvcc, host and device) with the SAME BITS.
@@ -13,6 +14,8 @@
 //    nvcc contracts device code by default (-fmad=true), so on the device the
 //    helpers call the explicit round-to-nearest intrinsics __fadd_rn,
 //    __fmul_rn, ..., which nvcc documents as never merged into an FMA.
+//    Where the definition HAS an FMA (the code XLA:CPU compiles for jax, which
+//    dmlp reproduces), FFma writes it out: one rounding on every platform.
 //  * Approximate division/sqrt: nvcc's -prec-div=false/-prec-sqrt=false (and
 //    -use_fast_math) replace `/` and sqrtf; __fdiv_rn and __fsqrt_rn are always
 //    IEEE. Do not compile these headers with -ftz=true either: the functions
@@ -29,6 +32,11 @@
 #if defined(__CUDACC__)
 #define DMLP_HOST_DEVICE __host__ __device__
 #define DMLP_INLINE __forceinline__
+#elif defined(__GNUC__)
+// Forced on the host too: a vectorized loop compiled per ISA (trainer/cpu/cpu_clones.h)
+// only gets FMA and vector code if the math is inlined into each clone.
+#define DMLP_HOST_DEVICE
+#define DMLP_INLINE inline __attribute__((always_inline))
 #else
 #define DMLP_HOST_DEVICE
 #define DMLP_INLINE inline
@@ -87,6 +95,18 @@ DMLP_HOST_DEVICE DMLP_INLINE float FSqrt(float a) {
   return __fsqrt_rn(a);
 #else
   return __builtin_sqrtf(a);
+#endif
+}
+
+/// a * b + c rounded once (IEEE fusedMultiplyAdd): the FMAs XLA:CPU's code makes,
+/// written out (trainer/xla_special.h). Host: an FMA instruction where the
+/// function is compiled for one (DMLP_CPU_FMA_CLONES), else libm's fmaf, which
+/// is also correctly rounded: slower, never different.
+DMLP_HOST_DEVICE DMLP_INLINE float FFma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
 #endif
 }
 

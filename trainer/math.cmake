@@ -5,6 +5,7 @@ add_library(dmlp_trainer_math STATIC
   ${CMAKE_CURRENT_LIST_DIR}/adam.cc
   ${CMAKE_CURRENT_LIST_DIR}/data.cc
   ${CMAKE_CURRENT_LIST_DIR}/init.cc
+  ${CMAKE_CURRENT_LIST_DIR}/sample_loops.cc
 )
 target_link_libraries(dmlp_trainer_math PUBLIC dmlp_common)
 
@@ -31,4 +32,11 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
                               ${CMAKE_CURRENT_LIST_DIR}/adam.cc ${CMAKE_CURRENT_LIST_DIR}/cpu/adam_cpu.cc
                               ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
                               PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno")
+  # The data and init loops (threefry, then jax's erf_inv with its FMAs) only
+  # vectorize if GCC may if-convert float selects, which -ftrapping-math (the
+  # default) forbids. -fno-trapping-math gives up FP exception flags, never a
+  # value: no reassociation, no contraction (tests/unit/sample_math_test.cc
+  # runs these loops over all 2^23 inputs against jax's table).
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/sample_loops.cc
+                              PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno;-fno-trapping-math")
 endif()

@@ -20,7 +20,7 @@ constexpr char kStartKey[] = "start/decision";
 /// The step-0 state: flax-style initial parameters, Adam count 0, zero moments.
 Result<std::vector<uint8_t>> InitialImage(const StateLayout& layout, const Plan& plan) {
   std::vector<uint8_t> image(layout.image_bytes(), 0);
-  DMLP_RETURN_IF_ERROR(InitParams(layout, static_cast<uint64_t>(plan.seed),
+  DMLP_RETURN_IF_ERROR(InitParams(layout, static_cast<uint32_t>(plan.seed),
                                   reinterpret_cast<float*>(image.data())));
   return image;
 }

@@ -58,7 +58,7 @@ inline AuditedPartials AuditPartialsOfTwoRanks(Plan plan) {
                                                      : CreateCudaBackend(mine, *layout, **rendezvous);
       ASSERT_TRUE(backend.ok()) << backend.status().ToString();
       std::vector<uint8_t> initial(layout->image_bytes(), 0);
-      ASSERT_TRUE(InitParams(*layout, uint64_t(mine.seed), reinterpret_cast<float*>(initial.data())).ok());
+      ASSERT_TRUE(InitParams(*layout, uint32_t(mine.seed), reinterpret_cast<float*>(initial.data())).ok());
       ASSERT_TRUE((*backend)->LoadState(initial.data()).ok());
       ASSERT_TRUE((*backend)->Update(1, 0).ok());
       ASSERT_TRUE((*backend)->ComputePartials(1, 1).ok());

@@ -63,7 +63,7 @@ class CudaBackendTest : public ::testing::Test {
     if (!backend.ok()) return run;
     std::vector<uint8_t> initial(layout->image_bytes(), 0);
     EXPECT_TRUE(
-        InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())).ok());
+        InitParams(*layout, uint32_t(plan.seed), reinterpret_cast<float*>(initial.data())).ok());
     EXPECT_TRUE((*backend)->LoadState(initial.data()).ok());
     for (int update = 0; update < updates; ++update) {
       EXPECT_TRUE((*backend)->Update(1 + update / 2, update % 2).ok());
@@ -136,7 +136,7 @@ TEST_F(CudaBackendTest, SnapshotIsTheStateWhenBegunWhileUpdatesContinue) {
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
   std::vector<uint8_t> initial(layout->image_bytes(), 0);
   DMLP_ASSERT_OK(
-      InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())));
+      InitParams(*layout, uint32_t(plan.seed), reinterpret_cast<float*>(initial.data())));
   DMLP_ASSERT_OK((*backend)->LoadState(initial.data()));
   // LoadState then snapshot: the same image back.
   auto buffer = (*backend)->AllocateSnapshotBuffer();
@@ -192,7 +192,7 @@ std::vector<std::vector<uint8_t>> TrainRanksSharingTheGpu(int world_size, Reduct
       EXPECT_NE((*backend)->Fingerprint()["collectives"].get<std::string>().find("gloo"),
                 std::string::npos);
       std::vector<uint8_t> initial(layout->image_bytes(), 0);
-      DMLP_ASSERT_OK(InitParams(*layout, uint64_t(plan.seed), reinterpret_cast<float*>(initial.data())));
+      DMLP_ASSERT_OK(InitParams(*layout, uint32_t(plan.seed), reinterpret_cast<float*>(initial.data())));
       DMLP_ASSERT_OK((*backend)->LoadState(initial.data()));
       for (int update = 0; update < 4; ++update) {
         DMLP_ASSERT_OK((*backend)->Update(1 + update / 2, update % 2));

@@ -1,6 +1,7 @@
-// The data definition: samples depend only on (SEED, step, microbatch, index),
-// never on how the batch is cut into ranks or shards; labels and features have
-// the expected distributions; golden bits pin the definition.
+// The data definition: the reference job's samples, bit for bit, against the
+// real jax (tests/data/jax_vectors.tsv); samples depend only on (SEED, step,
+// microbatch, index), never on how the batch is cut into ranks or shards;
+// labels and features have the expected distributions.
 #include "trainer/data.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "trainer/philox.h"
+#include "jax_vectors.h"
 #include "trainer/sample_math.h"
 
 namespace dmlp {
@@ -58,29 +59,47 @@ TEST(DataTest, SampleBitsDoNotDependOnRanksOrShards) {
   EXPECT_TRUE(SameBytes(whole, uneven));
 }
 
+TEST(DataTest, SamplesAreTheReferenceJobs) {
+  // train.py's local_batch, run by jax 0.10.2: SEEDs up to 2^32 - 1, FEATURES
+  // that are not multiples of 4, 8 or 16, CLASSES that are not powers of two
+  // (and one above 2^16), steps and indices up to 2^31 - 1.
+  const auto records = testing::ReadJaxVectors("jax_vectors.tsv", "sample");
+  ASSERT_GE(records.size(), 180u);
+  for (const auto& r : records) {
+    const SampleSpec spec{testing::ParseU32(r[1]), int64_t(testing::ParseU64(r[2])),
+                          int64_t(testing::ParseU64(r[3]))};
+    const int64_t step = int64_t(testing::ParseU64(r[4])), microbatch = int64_t(testing::ParseU64(r[5]));
+    const int64_t index = int64_t(testing::ParseU64(r[6]));
+    const Batch sample = Generate(spec, step, microbatch, index, index + 1);
+    const std::vector<uint32_t> expected = testing::ParseFloatBits(r[8]);
+    ASSERT_EQ(expected.size(), size_t(spec.features));
+    const std::string where = "seed " + r[1] + " step " + r[4] + " microbatch " + r[5] + " index " + r[6];
+    for (int64_t f = 0; f < spec.features; ++f)
+      ASSERT_EQ(FloatBits(sample.inputs[f]), expected[f]) << where << " feature " << f;
+    EXPECT_EQ(sample.labels[0], std::stoi(r[7])) << where;
+  }
+}
+
 TEST(DataTest, EveryValueIsTheScalarDefinition) {
-  // 21 features = 6 blocks: GenerateSamples' chunks of 256 blocks end inside
-  // samples. Each value must be the definition evaluated one block at a time.
+  // 21 features: the chunks of 256 (sample, feature) pairs end inside samples.
+  // Each value must be the definition evaluated one feature at a time (what
+  // the CUDA kernel does).
   const SampleSpec spec{31337, 21, 7};
   const int64_t begin = 3, end = 200;
   const Batch batch = Generate(spec, 9, 4, begin, end);
-  const PhiloxKey key = PhiloxKeyFromSeed(spec.seed);
+  const JaxKey update_key = UpdateKey(DataKey(spec.seed), 9, 4);
   for (int64_t i = begin; i < end; ++i) {
-    for (uint32_t block = 0; block < 6; ++block) {
-      const PhiloxBlock words = SampleFeatureBlock(key, block, uint32_t(i), 9, 4);
-      float z[4];
-      NormalPair(words, 0, &z[0], &z[1]);
-      NormalPair(words, 1, &z[2], &z[3]);
-      for (uint32_t lane = 0; lane < 4 && 4 * block + lane < 21; ++lane)
-        ASSERT_EQ(FloatBits(batch.inputs[(i - begin) * 21 + 4 * block + lane]), FloatBits(z[lane]))
-            << "sample " << i << " feature " << 4 * block + lane;
-    }
-    ASSERT_EQ(batch.labels[i - begin], SampleLabel(key, uint32_t(i), 9, 4, 7)) << i;
+    const JaxKey image_key = SampleImageKey(update_key, uint32_t(i));
+    for (uint32_t f = 0; f < 21; ++f)
+      ASSERT_EQ(FloatBits(batch.inputs[(i - begin) * 21 + f]),
+                FloatBits(JaxNormalFromBits(JaxBits32(image_key, f))))
+          << "sample " << i << " feature " << f;
+    ASSERT_EQ(batch.labels[i - begin], SampleLabel(update_key, uint32_t(i), 7)) << i;
   }
 }
 
 TEST(DataTest, FeatureValuesDoNotDependOnFeatureCount) {
-  // Feature f is lane f % 4 of block f / 4, so a wider sample extends a narrower one.
+  // Feature f is element f of jax's bits, so a wider sample extends a narrower one.
   const Batch narrow = Generate({7, 5, 3}, 1, 0, 10, 12);
   const Batch wide = Generate({7, 9, 3}, 1, 0, 10, 12);
   for (int i = 0; i < 2; ++i)
@@ -97,21 +116,6 @@ TEST(DataTest, EveryCoordinateChangesTheSample) {
     EXPECT_NE(base.inputs, other.inputs);
   }
   EXPECT_TRUE(SameBytes(base, Generate(spec, 1, 0, 0, 1)));  // and a repeat does not
-}
-
-TEST(DataTest, GoldenSample) {
-  // SEED=42, step 1, microbatch 0, sample 5, FEATURES=6, CLASSES=10.
-  const Batch sample = Generate({42, 6, 10}, 1, 0, 5, 6);
-  const uint32_t expected[6] = {0xbf5a9f8du, 0x3f124e98u, 0xbeb27ca0u,
-                                 0xbf26b9a3u, 0xbf02f69eu, 0x3f0a4b75u};
-  for (int f = 0; f < 6; ++f) EXPECT_EQ(FloatBits(sample.inputs[f]), expected[f]) << f;
-  EXPECT_EQ(sample.labels[0], 3);
-  // The same through the public definition: block j = f / 4, counter {j, i, s, m}.
-  const PhiloxBlock words = SampleFeatureBlock(PhiloxKeyFromSeed(42), 1, 5, 1, 0);
-  float z4, z5;
-  NormalPair(words, 0, &z4, &z5);
-  EXPECT_EQ(FloatBits(z4), expected[4]);
-  EXPECT_EQ(FloatBits(z5), expected[5]);
 }
 
 TEST(DataTest, LabelsAreInRangeAndRoughlyUniform) {
@@ -150,19 +154,18 @@ TEST(DataTest, FeaturesAreStandardNormal) {
   EXPECT_NEAR(within_one / count, 0.682689, 0.008);
 }
 
-TEST(DataTest, LimitsFollowTheCounterWords) {
+TEST(DataTest, LimitsFollowJaxsWords) {
   const SampleSpec ok{0, 512, 10};
   EXPECT_TRUE(CheckSampleLimits(ok, 4096, 100, 8).ok());
   EXPECT_TRUE(CheckSampleLimits({0, 4 * 0xFFFFFFFFll, INT32_MAX}, 0xFFFFFFFFll, 0xFFFFFFFFll,
-                                0xFFFFFFFFll).ok());
+                                0xFFFFFFFFll).ok());  // features index 64-bit bits
   EXPECT_EQ(CheckSampleLimits(ok, 0x100000000ll, 1, 1).code(), "ENV_INVALID");
   EXPECT_EQ(CheckSampleLimits(ok, 1, 0x100000000ll, 1).code(), "ENV_INVALID");
   EXPECT_EQ(CheckSampleLimits(ok, 1, 1, 0x100000000ll).code(), "ENV_INVALID");
-  EXPECT_EQ(CheckSampleLimits({0, 4 * 0xFFFFFFFFll + 1, 10}, 1, 1, 1).code(), "ENV_INVALID");
   EXPECT_EQ(CheckSampleLimits({0, 4, int64_t{INT32_MAX} + 1}, 1, 1, 1).code(), "ENV_INVALID");
   EXPECT_EQ(CheckSampleLimits({0, 4, 0}, 1, 1, 1).code(), "ENV_INVALID");
   EXPECT_EQ(CheckSampleLimits(ok, 0x100000000ll, 1, 1).ToString(),
-            "ENV_INVALID: BATCH 4294967296 exceeds 4294967295 (data counters are 32-bit words)");
+            "ENV_INVALID: BATCH 4294967296 exceeds 4294967295 (jax.random.fold_in takes 32-bit words)");
 }
 
 }  // namespace

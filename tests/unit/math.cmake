@@ -4,12 +4,17 @@ add_executable(math_test
   ${CMAKE_CURRENT_LIST_DIR}/adam_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/data_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/init_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/philox_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/sample_math_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/threefry_test.cc
 )
 target_link_libraries(math_test PRIVATE dmlp_trainer_math dmlp_mlp_cpu GTest::gtest_main)
 target_compile_definitions(math_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
 gtest_discover_tests(math_test DISCOVERY_TIMEOUT 60)
+
+# dmlp's side of the exhaustive comparison with jax, for tests/data/jax_vectors.py
+# (--dmlp-tables): writes the 2^23-entry tables the script compares input by input.
+add_executable(jax_tables_dump ${CMAKE_CURRENT_LIST_DIR}/jax_tables_dump.cc)
+target_link_libraries(jax_tables_dump PRIVATE dmlp_trainer_math)
 
 add_executable(mlp_cpu_test ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu_test.cc
                             ${CMAKE_CURRENT_LIST_DIR}/cpu_parallel_test.cc)

@@ -174,7 +174,7 @@ class CpuBackend final : public Backend {
   // One shard's partial: its owner and its auditor (CopyAuditShard) run this
   // same code on the same shapes, so a healthy pair gives the same bits.
   void ComputeShard(int64_t step, int64_t microbatch, int64_t shard, float* partial) {
-    const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
+    const SampleSpec spec{static_cast<uint32_t>(plan_.seed), plan_.model.features,
                           plan_.model.classes};
     const int64_t shard_size = plan_.shard_size();
     {

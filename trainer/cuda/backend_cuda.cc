@@ -335,7 +335,7 @@ class CudaBackend final : public Backend {
   // buffers), so a healthy pair of same-model GPUs gives the same bits.
   Status EnqueueShard(int64_t step, int64_t microbatch, int64_t shard, float* partial) {
     cudaStream_t stream = stream_.get();
-    const SampleSpec spec{static_cast<uint64_t>(plan_.seed), plan_.model.features,
+    const SampleSpec spec{static_cast<uint32_t>(plan_.seed), plan_.model.features,
                           plan_.model.classes};
     const int64_t shard_size = plan_.shard_size();
     DMLP_RETURN_IF_ERROR(cuda::GenerateSamplesOnDevice(spec, step, microbatch, shard * shard_size,

@@ -1,8 +1,8 @@
 // defines: InitParamsOnDevice
 //
 // The initial parameters generated on the GPU with trainer/sample_math.h's
-// InitKernelValue and init.h's KernelInitScale, the code the CPU platform runs
-// (trainer/init.cc), so the bits are InitParams'.
+// functions and init.h's LecunNormalStddev and FlaxDenseHash, the code the CPU
+// platform runs (trainer/init.cc), so the bits are InitParams'.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,9 +15,9 @@
 namespace dmlp::cuda {
 
 /// Device version of InitParams: parameter_count() floats, canonical layout,
-/// kernels truncated-normal, biases zero. MODEL_INVALID as InitParams.
-/// `params` is a device pointer; enqueued on `stream`.
-Status InitParamsOnDevice(const StateLayout& layout, uint64_t seed, float* params,
+/// kernels lecun_normal, biases zero. `params` is a device pointer; enqueued
+/// on `stream`. REQUIRES: seed < 2^32 (plan.cc).
+Status InitParamsOnDevice(const StateLayout& layout, uint32_t seed, float* params,
                           cudaStream_t stream);
 
 }  // namespace dmlp::cuda
