@@ -33,7 +33,10 @@ build_packages=(
 # the engine tests (tests/e2e/engines: about a minute of apt each, a minute of
 # tests). torchrun is not here: PyPI's torch brings GBs of CUDA libraries, so
 # tools/engines-check.sh installs it and runs that case outside CI.
-test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin)
+# python3-venv: tools/reference-venv.sh makes the reference JAX job's
+# virtualenv with it (pip from PyPI; Debian's python3 has no venv/ensurepip
+# without it), for e2e.reference.against_reference.
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin python3-venv)
 
 mode=all
 list_only=0
