@@ -37,7 +37,10 @@ build_packages=(
 # (e2e.criu.b_another_machine; CRIU itself comes from tools/criu.sh), and, with
 # nftables, for the three-host cluster in network namespaces (tests/e2e/cluster:
 # `ip netns`, a bridge, and a silent partition by nft).
-test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables)
+# python3-venv: tools/reference-venv.sh makes the reference JAX job's
+# virtualenv with it (pip from PyPI; Debian's python3 has no venv/ensurepip
+# without it), for e2e.reference.against_reference.
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables python3-venv)
 
 mode=all
 list_only=0

@@ -5,6 +5,9 @@
 #   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the fuzz targets for a bounded time (clang's libFuzzer);
 #   4. shellcheck over every shell script.
+# Before step 1 it makes (once per machine, cached) the minimal virtualenv of
+# the reference JAX job (tools/reference-venv.sh: pip, from PyPI) that
+# e2e.reference.against_reference runs dmlp against.
 # Step 1 includes the image and README checks (tests/e2e/image.cmake): spec.json,
 # Dockerfile and install-deps agree, run.sh and tools/main-job.sh run the CPU
 # job, and every command of README.md runs; and the CRIU cases (tests/e2e/criu.cmake:
@@ -17,6 +20,11 @@ jobs=${DMLP_JOBS:-$(nproc)}
 tools/install-deps.sh
 
 step() { printf '\n== %s ==\n' "$*"; }
+
+step "the reference JAX job's python (tools/reference-venv.sh)"
+DMLP_REFERENCE_PYTHON="$(tools/reference-venv.sh)"
+export DMLP_REFERENCE_PYTHON
+echo "reference python: ${DMLP_REFERENCE_PYTHON}"
 
 step "build (Release with debug info, -Werror)"
 cmake -S . -B build -DDMLP_WERROR=ON >/dev/null

@@ -1,5 +1,7 @@
 #include "verify/compare.h"
 
+#include <algorithm>
+
 namespace dmlp::verify {
 namespace {
 
@@ -92,18 +94,24 @@ void AddComparisonFindings(const RunComparison& comparison, const Comparability&
     case RunComparison::Outcome::kRunShorter:
     case RunComparison::Outcome::kGoldenShorter: {
       const bool run_shorter = comparison.outcome == RunComparison::Outcome::kRunShorter;
-      const bool shorter_finished = run_shorter ? run_finished : golden_finished;
-      const std::string shorter = run_shorter ? "RUN " + run.dir->path() : "GOLDEN " + golden.dir->path();
-      const std::string equal = ": equal up to step " + std::to_string(comparison.step);
-      Finding finding =
-          shorter_finished
-              ? Finding::Of("against.prefix", file, shorter + " finished before the other run" + equal)
-              : Finding::Of("against.incomplete", file, shorter + " has not finished" + equal);
-      add(finding.AtStep(comparison.step + 1)
-              .Expect(std::to_string(comparison.golden_last) + " steps", std::to_string(comparison.run_last) + " steps"));
+      add(ShorterRunFinding(run_shorter, run_shorter ? run_finished : golden_finished,
+                            "equal up to step " + std::to_string(comparison.step), comparison.golden_last,
+                            comparison.run_last, golden, run));
       return;
     }
   }
+}
+
+Finding ShorterRunFinding(bool run_shorter, bool shorter_finished, const std::string& so_far,
+                          int64_t golden_last, int64_t run_last, const ReceiptFile& golden,
+                          const ReceiptFile& run) {
+  const std::string file = run.dir->Display(run.name);
+  const std::string shorter = run_shorter ? "RUN " + run.dir->path() : "GOLDEN " + golden.dir->path();
+  Finding finding = shorter_finished
+                        ? Finding::Of("against.prefix", file, shorter + " finished before the other run: " + so_far)
+                        : Finding::Of("against.incomplete", file, shorter + " has not finished: " + so_far);
+  return finding.AtStep(std::min(golden_last, run_last) + 1)
+      .Expect(std::to_string(golden_last) + " steps", std::to_string(run_last) + " steps");
 }
 
 const char* ComparisonOutcomeName(RunComparison::Outcome outcome) {

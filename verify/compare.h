@@ -1,4 +1,5 @@
-// defines: ReceiptFile, RunComparison, CompareRuns, AddComparisonFindings, ComparisonOutcomeName
+// defines: ReceiptFile, RunComparison, CompareRuns, AddComparisonFindings, ShorterRunFinding,
+//          ComparisonOutcomeName
 //
 // --against GOLDEN RUN: the two runs' receipts compared step by step, after
 // each was verified on its own. Each run is represented by its lowest-ranked
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -31,8 +33,8 @@ namespace dmlp::verify {
 /// One run's receipt file chosen to stand for it.
 struct ReceiptFile {
   const RunDir* dir = nullptr;
-  std::string name;  // rank-N.jsonl
-  int64_t rank = 0;
+  std::string name;            // rank-N.jsonl, or metrics.jsonl
+  std::optional<int64_t> rank;  // none: metrics.jsonl
 };
 
 struct RunComparison {
@@ -52,6 +54,12 @@ Result<RunComparison> CompareRuns(const ReceiptFile& golden, const ReceiptFile& 
 void AddComparisonFindings(const RunComparison& comparison, const Comparability& comparability,
                            const ReceiptFile& golden, const ReceiptFile& run, bool golden_finished,
                            bool run_finished, FindingSink& sink);
+
+/// When one run ends first: against.prefix if that run finished, against.incomplete
+/// if not; `so_far` says how the steps both have compared ("equal up to step 7").
+Finding ShorterRunFinding(bool run_shorter, bool shorter_finished, const std::string& so_far,
+                          int64_t golden_last, int64_t run_last, const ReceiptFile& golden,
+                          const ReceiptFile& run);
 
 /// "identical", "diverged", "run_shorter" or "golden_shorter".
 const char* ComparisonOutcomeName(RunComparison::Outcome outcome);

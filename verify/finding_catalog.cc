@@ -76,8 +76,9 @@ const std::vector<CheckInfo> kCatalog = {
     {"env.mixed_devices", N, "the ranks' last rank-N.env.jsonl lines name different devices (kind and model)"},
     // --against.
     {"against.differs", E, "RUN's receipts differ from GOLDEN's at a step (first step reported; info when the runs are not comparable)"},
-    {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's (info when the runs are not comparable)"},
-    {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's"},
+    {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's, or with --tolerance its loss curve ends first (info when the runs are not comparable, without --tolerance)"},
+    {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's (with --tolerance: its loss curve ends first)"},
+    {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or the runs have no step in common (first step, how many exceed, and the largest difference reported)"},
     {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
     {"against.same_run", W, "RUN_DIR and --against are the same directory (same device and inode): they match trivially, which proves nothing"},
 };

@@ -44,6 +44,7 @@ std::string DiffersIn(const std::string& what) {
   if (what == "params_sha256") return "the digest (params_sha256) only";
   if (what == "loss") return "the loss only";
   if (what == "step") return "the steps: one run has a step the other lacks";
+  if (what == "loss_tolerance") return "the loss, by more than --tolerance";
   return "unknown";
 }
 
@@ -114,11 +115,15 @@ std::string DivergenceSection(const Report& report) {
                  : std::string()) +
             ", in " + DiffersIn(first->differs_in) + "; ranks with equal records: " + GroupsText(first->groups) +
             ".</p>";
+  if (report.against_verdict && report.against_verdict->losses)
+    html += "<p id=\"tolerance\" class=\"" + std::string(report.against_verdict->losses->within() ? "within" : "beyond") +
+            "\">Compared by loss (--tolerance): " + HtmlEscape(LossComparisonText(*report.against_verdict->losses)) +
+            ". Relative difference = |run &minus; golden| / |golden| per step.</p>";
   if (report.between_runs) {
     const Divergence& runs = *report.between_runs;
     html += "<p id=\"runs-part\">The two runs part at step <b class=\"step\">" + std::to_string(runs.step) +
             "</b>: they differ in " + DiffersIn(runs.differs_in) + ".</p>";
-  } else if (report.against) {
+  } else if (report.against && !(report.against_verdict && report.against_verdict->losses)) {
     html += "<p id=\"runs-part\">The two runs agree at every step they both have.</p>";
   }
   return html;
@@ -139,8 +144,16 @@ std::string LossSection(const Report& report) {
                              "ranks disagree: step " + std::to_string(report.first_divergence->step), "divergence"});
   if (report.between_runs)
     chart.markers.push_back({report.between_runs->step,
-                             "runs part: step " + std::to_string(report.between_runs->step) + " (" +
-                                 report.between_runs->differs_in + ")",
+                             report.between_runs->differs_in == "loss_tolerance"
+                                 ? "beyond --tolerance: step " + std::to_string(report.between_runs->step)
+                                 : "runs part: step " + std::to_string(report.between_runs->step) + " (" +
+                                       report.between_runs->differs_in + ")",
+                             "runs"});
+  const AgainstVerdict* against = report.against_verdict ? &*report.against_verdict : nullptr;
+  if (against && against->losses && against->losses->largest_step > 0 &&
+      against->losses->largest_step != against->losses->first_exceeding)
+    chart.markers.push_back({against->losses->largest_step,
+                             "largest loss difference: step " + std::to_string(against->losses->largest_step),
                              "runs"});
   if (report.run.trace->last_complete_step() > 0)
     chart.markers.push_back({report.run.trace->last_complete_step(),

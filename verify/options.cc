@@ -8,6 +8,7 @@
 
 #include "common/build_info.h"
 #include "verify/html_report.h"
+#include "verify/loss_tolerance.h"
 #include "verify/report_file.h"
 #include "verify/report_json.h"
 
@@ -42,6 +43,12 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   app.add_flag("--require-comparable", command.verify.require_comparable,
                "with --against: fail when the runs need not match (plan, build or stack differ)")
       ->needs(against_option);
+  std::string tolerance;
+  app.add_option("--tolerance", tolerance,
+                 "with --against, for runs that cannot give the same bits: pass when every step's loss is "
+                 "within REL relative of GOLDEN's (|run - golden| / |golden| <= REL)")
+      ->type_name("REL")
+      ->needs(against_option);
   // `{-}` makes a bare --json mean "-" (stdout); --json=FILE names a file.
   CLI::Option* json = app.add_flag("--json{-}", json_value,
                                    "write the JSON report (schema dmlp-verify/1) to stdout, or --json=FILE");
@@ -59,6 +66,11 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
     app.parse(argc, argv);
     if (!command.list_checks && command.verify.run_dir.empty())
       throw CLI::RequiredError("RUN_DIR");
+    if (app.count("--tolerance") > 0) {
+      Result<double> rel = ParseTolerance(tolerance);
+      if (!rel.ok()) throw CLI::ValidationError(rel.status().detail());
+      command.verify.tolerance = *rel;
+    }
   } catch (const CLI::ParseError& error) {
     int code = app.exit(error, out, err);
     outcome.exit_code = code == 0 ? 0 : 2;

@@ -2,7 +2,7 @@
 //
 // dmlp-verify's command line (CLI11; only APIs present in both CLI11 2.1 and 2.4):
 //
-//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN] [--json[=FILE]] [--html=FILE] RUN_DIR
+//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN [--tolerance REL]] [--json[=FILE]] [--html=FILE] RUN_DIR
 //   dmlp-verify --list-checks | --help | --version
 //
 // `--json` alone writes the JSON report to stdout and the human report to
@@ -11,6 +11,8 @@
 // `--html=FILE` writes the page for people to FILE. Either FILE is replaced
 // atomically, never inside a run directory, and only where it is absent or an
 // earlier report (report_file.h).
+// `--tolerance REL` (loss_tolerance.h) needs --against; a REL that is not a
+// finite decimal number >= 0 is a usage error (exit 2).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,7 @@
 #include "verify/report_json.h"
 
+#include <cmath>
+
 namespace dmlp::verify {
 namespace {
 
@@ -55,6 +57,32 @@ json FindingToJson(const Finding& finding) {
           {"message", finding.message}};
 }
 
+// Infinity (GOLDEN's loss 0, RUN's not) has no JSON spelling: null.
+json Finite(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+json LossComparisonToJson(const std::optional<LossComparison>& losses) {
+  if (!losses) return nullptr;
+  json compared = json::array();
+  for (const StepRange& range : losses->compared) compared.push_back({range.first, range.last});
+  const bool exceeded = losses->first_exceeding != 0;
+  const bool any = losses->compared_steps > 0;
+  return {{"rel", losses->tolerance},
+          {"within", losses->within()},
+          {"golden_source", losses->golden_source},
+          {"run_source", losses->run_source},
+          {"compared", std::move(compared)},
+          {"compared_steps", losses->compared_steps},
+          {"largest_rel_diff", any ? Finite(losses->largest) : json(nullptr)},
+          {"largest_step", any ? json(losses->largest_step) : json(nullptr)},
+          {"golden_loss_at_largest", any ? json(losses->golden_at_largest) : json(nullptr)},
+          {"run_loss_at_largest", any ? json(losses->run_at_largest) : json(nullptr)},
+          {"first_exceeding_step", exceeded ? json(losses->first_exceeding) : json(nullptr)},
+          {"first_exceeding_rel_diff", exceeded ? Finite(losses->first_exceeding_difference) : json(nullptr)},
+          {"exceeding_steps", losses->exceeding_steps},
+          {"golden_last_step", losses->golden_last},
+          {"run_last_step", losses->run_last}};
+}
+
 json AgainstVerdictToJson(const std::optional<AgainstVerdict>& verdict) {
   if (!verdict) return nullptr;
   const RunComparison& comparison = verdict->comparison;
@@ -67,7 +95,8 @@ json AgainstVerdictToJson(const std::optional<AgainstVerdict>& verdict) {
           {"golden_value", diverged ? json(comparison.golden_value) : json(nullptr)},
           {"run_value", diverged ? json(comparison.run_value) : json(nullptr)},
           {"golden_last_step", comparison.golden_last},
-          {"run_last_step", comparison.run_last}};
+          {"run_last_step", comparison.run_last},
+          {"tolerance", LossComparisonToJson(verdict->losses)}};
 }
 
 json Skeleton(const VerifyOptions& options) {
@@ -76,7 +105,8 @@ json Skeleton(const VerifyOptions& options) {
           {"run_dir", options.run_dir},
           {"against", OrNull(options.against)},
           {"allow_incomplete", options.allow_incomplete},
-          {"require_comparable", options.require_comparable}};
+          {"require_comparable", options.require_comparable},
+          {"tolerance", options.tolerance ? json(*options.tolerance) : json(nullptr)}};
 }
 
 }  // namespace

@@ -6,14 +6,16 @@
 //   schema        "dmlp-verify/1"
 //   version       dmlp-verify's version
 //   run_dir       RUN_DIR as given;  against: GOLDEN (--against) or null;
-//                 require_comparable: --require-comparable
+//                 require_comparable: --require-comparable;
+//                 tolerance: --tolerance's REL, or null
 //   verdict       "PASS" | "INCOMPLETE" | "FAIL" | "ERROR" (exit 2)
 //   exit_code     0 | 1 | 2 | 3, exactly the process exit status
 //   error         null, or "CODE: detail" when verdict is ERROR
 //   summary       {format, version, result, state, processes, steps,
 //                  errors, incompletes, warnings, infos, findings_total, findings_shown,
 //                  divergent_steps}
-//   first_divergence  null, or {step, between: "ranks"|"runs",
+//   first_divergence  null, or {step, between: "ranks"|"runs" (with
+//                  --tolerance, between runs only where a loss exceeds REL),
 //                  groups: [[ranks...], ...] (between ranks, groups of equal
 //                  records ordered by smallest rank; [] between runs),
 //                  runs: [RUN_DIR, OTHER_RUN] (between runs; [] otherwise)}
@@ -30,7 +32,18 @@
 //                 step (diverged: the first differing step; shorter: the last
 //                 common one), what ("params_sha256"|"loss"|"both"|"step" when
 //                 diverged, else null), golden_value, run_value,
-//                 golden_last_step, run_last_step}
+//                 golden_last_step, run_last_step,
+//                 tolerance: null without --tolerance, else the loss curves
+//                 compared (loss_tolerance.h; these decide the verdict):
+//                   {rel, within, golden_source, run_source ("metrics.jsonl"
+//                    or "rank-N.jsonl"), compared: [[first, last], ...] (the
+//                    steps both have), compared_steps, largest_rel_diff,
+//                    largest_step, golden_loss_at_largest,
+//                    run_loss_at_largest (null when nothing was compared;
+//                    largest_rel_diff null also when infinite),
+//                    first_exceeding_step, first_exceeding_rel_diff (null
+//                    when within), exceeding_steps, golden_last_step,
+//                    run_last_step}}
 //   findings      [{id, severity, file, line, step, expected, actual, message}]
 //                 line/step/expected/actual null when not applicable; at most
 //                 20 per (id, file) and 2000 in all are listed, all are counted

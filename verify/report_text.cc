@@ -37,7 +37,8 @@ std::string RunLine(const RunReport& run) {
   return line;
 }
 
-// "dmlp-verify: against GOLDEN: must match; diverged at step 4 (params_sha256)".
+// "dmlp-verify: against GOLDEN: must match; diverged at step 4 (params_sha256)";
+// with --tolerance also "; losses within 0.0001 relative at steps 1-50 (largest 3e-06 at step 44)".
 std::string AgainstLine(const Report& report) {
   const AgainstVerdict& verdict = *report.against_verdict;
   std::string line = "dmlp-verify: against " + Printable(report.against->dir, 400) + ": ";
@@ -52,7 +53,9 @@ std::string AgainstLine(const Report& report) {
       line += "; identical (" + std::to_string(comparison.run_last) + " steps)";
       break;
     case RunComparison::Outcome::kDiverged:
-      line += "; diverged at step " + std::to_string(comparison.step) + " (" + comparison.what + ")";
+      // Under --tolerance other bits are expected; the losses decide.
+      line += (verdict.losses ? "; receipts differ from step " : "; diverged at step ") +
+              std::to_string(comparison.step) + " (" + comparison.what + ")";
       break;
     case RunComparison::Outcome::kRunShorter:
     case RunComparison::Outcome::kGoldenShorter:
@@ -60,6 +63,7 @@ std::string AgainstLine(const Report& report) {
               std::to_string(comparison.run_last) + " steps, GOLDEN " + std::to_string(comparison.golden_last);
       break;
   }
+  if (verdict.losses) line += "; " + LossComparisonText(*verdict.losses);
   return line + "\n";
 }
 

@@ -242,6 +242,27 @@ bool SameDirectory(const std::string& left, const std::string& right) {
          a.st_ino == b.st_ino;
 }
 
+// The file a run's loss curve is read from: metrics.jsonl where it was read,
+// else the lowest-ranked receipt file (the verifier compared them already).
+ReceiptFile LossCurveFile(const RunDir& dir, const RunReport& run) {
+  if (run.receipts.metrics) return ReceiptFile{&dir, run.receipts.metrics->name, std::nullopt};
+  return ReceiptFile{&dir, run.receipts.ranks.front().name, run.receipts.ranks.front().rank};
+}
+
+// --tolerance: the loss curves decide, within REL (loss_tolerance.h); the
+// receipts' bitwise comparison is kept for the report only.
+Status JudgeLosses(const VerifyOptions& options, const RunDir& golden_dir, const RunDir& run_dir, Report& report,
+                   AgainstVerdict& verdict) {
+  const ReceiptFile golden = LossCurveFile(golden_dir, *report.against);
+  const ReceiptFile run = LossCurveFile(run_dir, report.run);
+  DMLP_ASSIGN_OR_RETURN(verdict.losses, CompareLosses(golden, run, *options.tolerance));
+  AddLossFindings(*verdict.losses, golden, run, report.against->finished, report.run.finished, report.findings);
+  if (verdict.losses->first_exceeding != 0)
+    report.between_runs = Divergence{verdict.losses->first_exceeding, "runs", {}, {run_dir.path(), golden_dir.path()},
+                                     "loss_tolerance"};
+  return Status::Ok();
+}
+
 // --against GOLDEN: must the runs match (comparability.h), then do they (compare.h).
 Status JudgeAgainst(const VerifyOptions& options, Report& report) {
   const auto& golden_ranks = report.against->receipts.ranks;
@@ -249,8 +270,8 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
   if (golden_ranks.empty() || run_ranks.empty()) return Status::Ok();  // ranks.none said why
   DMLP_ASSIGN_OR_RETURN(RunDir golden_dir, RunDir::Open(*options.against));
   DMLP_ASSIGN_OR_RETURN(RunDir run_dir, RunDir::Open(options.run_dir));
-  const ReceiptFile golden{&golden_dir, golden_ranks.front().name, *golden_ranks.front().rank};
-  const ReceiptFile run{&run_dir, run_ranks.front().name, *run_ranks.front().rank};
+  const ReceiptFile golden{&golden_dir, golden_ranks.front().name, golden_ranks.front().rank};
+  const ReceiptFile run{&run_dir, run_ranks.front().name, run_ranks.front().rank};
   AgainstVerdict verdict;
   verdict.comparability = CompareSetups(report.against->result, report.run.result,
                                         report.against->environments, report.run.environments);
@@ -268,13 +289,16 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
     report.findings.Add(std::move(finding));
   }
   DMLP_ASSIGN_OR_RETURN(verdict.comparison, CompareRuns(golden, run));
-  AddComparisonFindings(verdict.comparison, verdict.comparability, golden, run, report.against->finished,
-                        report.run.finished, report.findings);
-  if (verdict.comparison.outcome == RunComparison::Outcome::kDiverged) {
-    report.between_runs = Divergence{verdict.comparison.step, "runs", {}, {run_dir.path(), golden_dir.path()},
-                                     verdict.comparison.what};
-    if (!report.first_divergence) report.first_divergence = report.between_runs;
+  if (options.tolerance) {
+    DMLP_RETURN_IF_ERROR(JudgeLosses(options, golden_dir, run_dir, report, verdict));
+  } else {
+    AddComparisonFindings(verdict.comparison, verdict.comparability, golden, run, report.against->finished,
+                          report.run.finished, report.findings);
+    if (verdict.comparison.outcome == RunComparison::Outcome::kDiverged)
+      report.between_runs = Divergence{verdict.comparison.step, "runs", {}, {run_dir.path(), golden_dir.path()},
+                                       verdict.comparison.what};
   }
+  if (report.between_runs && !report.first_divergence) report.first_divergence = report.between_runs;
   report.against_verdict = std::move(verdict);
   return Status::Ok();
 }

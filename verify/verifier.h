@@ -19,6 +19,7 @@
 #include "verify/compare.h"
 #include "verify/comparability.h"
 #include "verify/findings.h"
+#include "verify/loss_tolerance.h"
 #include "verify/rank_env_check.h"
 #include "verify/receipt_set.h"
 #include "verify/run_trace.h"
@@ -34,6 +35,7 @@ struct VerifyOptions {
   // Tests only: called with the pass number after each listing of RUN_DIR, to
   // change the directory in the middle of a pass as a live job does.
   std::function<void(int)> after_listing;
+  std::optional<double> tolerance;     // --tolerance REL: compare the losses within REL, not the bits
 };
 
 /// What was found in one run directory.
@@ -55,7 +57,8 @@ struct RunReport {
 /// --against's verdict: must the runs match, and do they.
 struct AgainstVerdict {
   Comparability comparability;
-  RunComparison comparison;
+  RunComparison comparison;              // bit for bit (decides the verdict without --tolerance)
+  std::optional<LossComparison> losses;  // --tolerance: decides the verdict instead
 };
 
 enum class Verdict { kPass, kIncomplete, kFail };

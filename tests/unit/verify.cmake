@@ -12,6 +12,7 @@ add_executable(verify_test
   ${CMAKE_CURRENT_LIST_DIR}/verify_result_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_run_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_stream_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verify_tolerance_test.cc
 )
 target_link_libraries(verify_test PRIVATE dmlp_verify_lib GTest::gtest_main)
 target_compile_definitions(verify_test PRIVATE

@@ -19,29 +19,8 @@
 namespace dmlp::verify {
 namespace {
 
-struct Ran {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Ran RunVerify(std::vector<std::string> args) {
-  testing::TempDir capture;
-  args.insert(args.begin(), DMLP_VERIFY_BINARY);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!std::freopen(capture.File("out").c_str(), "w", stdout) ||
-        !std::freopen(capture.File("err").c_str(), "w", stderr))
-      ::_exit(125);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return Ran{WIFEXITED(status) ? WEXITSTATUS(status) : -1, capture.Read("out"), capture.Read("err")};
-}
+using testing::Ran;
+using testing::RunVerify;
 
 TEST(VerifyCliTest, PassGoesToStdoutEndingInTheVerdict) {
   testing::TempDir run;

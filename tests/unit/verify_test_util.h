@@ -1,16 +1,19 @@
-// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun
+// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun, Ran, RunVerify
 //
 // Helpers for dmlp-verify's unit tests: a scratch directory removed at the end,
 // and small valid runs in the reference (JAX) format written into it.
 #pragma once
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -85,5 +88,33 @@ inline void WriteReferenceRun(const TempDir& dir, int ranks, int steps, bool wit
       {"updates_per_metric_step", 1}};
   dir.Write("result.json", PyJsonDumps(doc, 2) + "\n");
 }
+
+#ifdef DMLP_VERIFY_BINARY
+/// What the dmlp-verify binary did: its exit code and its two streams.
+struct Ran {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+/// Runs the real dmlp-verify with `args`, capturing stdout and stderr.
+inline Ran RunVerify(std::vector<std::string> args) {
+  TempDir capture;
+  args.insert(args.begin(), DMLP_VERIFY_BINARY);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen(capture.File("out").c_str(), "w", stdout) ||
+        !std::freopen(capture.File("err").c_str(), "w", stderr))
+      ::_exit(125);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return Ran{WIFEXITED(status) ? WEXITSTATUS(status) : -1, capture.Read("out"), capture.Read("err")};
+}
+#endif
 
 }  // namespace dmlp::verify::testing
