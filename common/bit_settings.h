@@ -34,7 +34,7 @@ enum class Bits {
 enum class Setting {
   kVersion, kSteps, kSeed, kBatch, kMicrobatches, kLearningRate, kPlatform, kNumProcesses,
   kFeatures, kWidth, kLayers, kClasses, kHeartbeat, kDataShards, kMatmulPrecision, kReduction,
-  kCollectives, kCheckpointEvery, kResume, kDivergenceCheck, kAuditEvery, kDataDefinition,
+  kDataDefinition, kCollectives, kCheckpointEvery, kResume, kDivergenceCheck, kAuditEvery,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
 };
@@ -66,12 +66,12 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kDataShards,         "DATA_SHARDS",               "data_shards",               Bits::kAlways,        "plan.data_shards fingerprint.data_shards"},
   {Setting::kMatmulPrecision,    "MATMUL_PRECISION",          "matmul_precision",          Bits::kAlways,        "plan.matmul_precision fingerprint.matmul_precision"},
   {Setting::kReduction,          "REDUCTION",                 "reduction",                 Bits::kAlways,        "plan.reduction fingerprint.reduction"},
+  {Setting::kDataDefinition,     "data definition",           "data_definition",           Bits::kAlways,        "plan.data_definition"},  // trainer/data_definition.h
   {Setting::kCollectives,        "COLLECTIVES",               "collectives",               Bits::kWithAllreduce, "plan.collectives fingerprint.collectives"},
   {Setting::kCheckpointEvery,    "CHECKPOINT_EVERY",          "checkpoint_every",          Bits::kNever,         "plan.checkpoint_every"},
   {Setting::kResume,             "RESUME",                    "resume",                    Bits::kNever,         "plan.resume"},
   {Setting::kDivergenceCheck,    "DIVERGENCE_CHECK",          "divergence_check",          Bits::kNever,         ""},
   {Setting::kAuditEvery,         "AUDIT_EVERY",               "audit_every",               Bits::kNever,         ""},
-  {Setting::kDataDefinition,     "data definition",           "data_definition",           Bits::kAlways,        "plan.data_definition"},  // trainer/data_definition.h
   // Add plan rows here (see the top of this file).
   {Setting::kOutDir,             "OUT_DIR",                   "",                          Bits::kNever,         "plan.out_dir"},
   {Setting::kCoordinatorPort,    "COORDINATOR_PORT",          "",                          Bits::kNever,         "model.port"},

@@ -252,6 +252,8 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kDataShards: return std::to_string(plan.data_shards);
     case Setting::kMatmulPrecision: return MatmulPrecisionName(plan.matmul_precision);
     case Setting::kReduction: return ReductionName(plan.reduction);
+    // What the samples and initial parameters are (trainer/data_definition.h).
+    case Setting::kDataDefinition: return std::string(kDataDefinitionId);
     // Collectives never change a byte with REDUCTION=ordered, but ranks must
     // agree on them to pair up at all: NCCL ranks wait for a unique id, Gloo
     // ranks for a TCP mesh, so a mixed job would only time out. Only on CUDA:
@@ -267,8 +269,6 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kDivergenceCheck:
       if (plan.divergence_check) return std::nullopt;
       return "off";
-    // What the samples and initial parameters are (trainer/data_definition.h).
-    case Setting::kDataDefinition: return std::string(kDataDefinitionId);
     case Setting::kAuditEvery:
       if (plan.audit_every == kDefaultAuditEvery) return std::nullopt;
       return std::to_string(plan.audit_every);
