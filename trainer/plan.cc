@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/bit_settings.h"
+#include "common/file_util.h"
 #include "common/float_repr.h"
 #include "common/quote.h"
 #include "trainer/data_definition.h"
@@ -111,8 +112,11 @@ Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platfor
 
 // yaml-cpp's LoadFile reads the first document and drops the rest; a second
 // one (a stray "---" and more settings) must not be ignored silently.
-YAML::Node LoadOneDocument(const std::string& path) {
-  std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
+// REQUIRES: `text` is the whole file at `path` (read by LoadConfigFile, not by
+// yaml-cpp: its file stream leaks its buffer when a read fails, and a read
+// error is ours to name).
+YAML::Node LoadOneDocument(const std::string& text) {
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
   if (documents.size() > 1)
     throw YAML::ParserException(YAML::Mark::null_mark(),
                                 "holds " + std::to_string(documents.size()) +
@@ -193,17 +197,17 @@ Result<Plan> ReadPlan(const Environment& env) {
 }
 
 Result<Environment> LoadConfigFile(const std::string& path) {
+  // A read error (a directory, /proc/self/mem) is CONFIG_INVALID naming it,
+  // never an exception out of the parser's stream.
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok() && text.status().code() == "NOT_FOUND")
+    return Status::Error("CONFIG_INVALID", path + ": cannot be read");
+  if (!text.ok()) return Status::Error("CONFIG_INVALID", path + ": cannot be read: " + text.status().detail());
   YAML::Node root;
   try {
-    root = LoadOneDocument(path);
-  } catch (const YAML::BadFile&) {
-    return Status::Error("CONFIG_INVALID", path + ": cannot be read");
+    root = LoadOneDocument(*text);
   } catch (const YAML::Exception& error) {
     return Status::Error("CONFIG_INVALID", path + ": " + error.what());
-  } catch (const std::exception& error) {
-    // A read error under the parser (a directory, /proc/self/mem): the
-    // stream's std::ios_base::failure, which would otherwise abort the rank.
-    return Status::Error("CONFIG_INVALID", path + ": cannot be read: " + error.what());
   }
   Environment config;
   if (root.IsNull()) return config;
