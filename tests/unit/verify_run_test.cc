@@ -31,19 +31,13 @@ Report MustVerify(const std::string& dir, std::optional<std::string> against = s
   return report.ok() ? std::move(report).value() : Report{};
 }
 
-std::set<std::string> Ids(const Report& report) {
-  std::set<std::string> ids;
-  for (const Finding& finding : report.findings.kept()) ids.insert(finding.id);
-  return ids;
-}
-
 TEST(VerifyRunTest, CompleteReferenceRunPasses) {
   TempDir dir;
   testing::WriteReferenceRun(dir, 3, 5);
   Report report = MustVerify(dir.path());
   EXPECT_EQ(report.exit_code, 0);
   EXPECT_EQ(report.verdict, Verdict::kPass);
-  EXPECT_EQ(Ids(report), (std::set<std::string>{"state.absent"}));
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"state.absent"}));
   EXPECT_EQ(report.run.format, "reference");
   EXPECT_EQ(report.run.receipts.ranks.size(), 3u);
   EXPECT_EQ(report.run.receipts.last_step, 5);
@@ -84,14 +78,14 @@ TEST(VerifyRunTest, AgainstComparesByStep) {
   testing::WriteReferenceRun(c, 2, 3);
   Report prefix = MustVerify(a.path(), c.path());
   EXPECT_EQ(prefix.exit_code, 1);
-  EXPECT_EQ(Ids(prefix).count("against.prefix"), 1u);
+  EXPECT_EQ(testing::FindingIds(prefix).count("against.prefix"), 1u);
   testing::WriteReferenceRun(d, 1, 5);
   d.Write("rank-0.jsonl", RankLine(1, 0) + RankLine(2, 0) + RankLine(3, 0, 1) + RankLine(4, 0) + RankLine(5, 0));
   d.Write("metrics.jsonl", testing::MetricsLine(1) + testing::MetricsLine(2) + testing::MetricsLine(3, 1) +
                                testing::MetricsLine(4) + testing::MetricsLine(5));
   Report differs = MustVerify(a.path(), d.path());
   EXPECT_EQ(differs.exit_code, 1);
-  EXPECT_EQ(Ids(differs), (std::set<std::string>{"state.absent", "against.differs"}));
+  EXPECT_EQ(testing::FindingIds(differs), (std::set<std::string>{"state.absent", "against.differs"}));
   ASSERT_TRUE(differs.first_divergence);
   EXPECT_EQ(differs.first_divergence->between, "runs");
   EXPECT_EQ(differs.first_divergence->step, 3);
@@ -109,7 +103,7 @@ TEST(VerifyRunTest, AgainstARunStillGoingIsIncompleteNotAFailure) {
   std::filesystem::remove(run.File("result.json"));
   Report report = MustVerify(run.path(), golden.path());
   EXPECT_EQ(report.exit_code, 3);
-  EXPECT_EQ(Ids(report), (std::set<std::string>{"result.missing", "state.absent", "against.incomplete"}));
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"result.missing", "state.absent", "against.incomplete"}));
   EXPECT_EQ(report.against_verdict->comparison.outcome, RunComparison::Outcome::kRunShorter);
   EXPECT_EQ(report.against_verdict->comparison.step, 3);
   // GOLDEN still going, RUN finished and longer: the same, the other way round.
@@ -122,7 +116,7 @@ TEST(VerifyRunTest, AgainstARunStillGoingIsIncompleteNotAFailure) {
   Result<Report> refused = Verify(strict);
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ(refused->exit_code, 1);
-  EXPECT_TRUE(Ids(*refused).contains("against.not_comparable"));
+  EXPECT_TRUE(testing::FindingIds(*refused).contains("against.not_comparable"));
 }
 
 TEST(VerifyRunTest, UnreadableDirectoryIsTrouble) {
@@ -132,7 +126,7 @@ TEST(VerifyRunTest, UnreadableDirectoryIsTrouble) {
   EXPECT_EQ(Verify(VerifyOptions{dir.File("file")}).status().code(), "NOT_A_DIRECTORY");
   Report empty = MustVerify(dir.path());
   EXPECT_EQ(empty.exit_code, 1);
-  EXPECT_TRUE(Ids(empty).contains("ranks.none"));
+  EXPECT_TRUE(testing::FindingIds(empty).contains("ranks.none"));
 }
 
 // Holds an exclusive flock on DIR/dmlp.lock, as a running job's rank 0 does.
@@ -160,7 +154,7 @@ TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
     HeldLock lock(dir);  // the job holds OUT_DIR's lock, no receipt file yet
     Report starting = MustVerify(dir.path());
     EXPECT_EQ(starting.exit_code, 3);
-    EXPECT_EQ(Ids(starting), (std::set<std::string>{"ranks.not_started", "result.missing"}));
+    EXPECT_EQ(testing::FindingIds(starting), (std::set<std::string>{"ranks.not_started", "result.missing"}));
     for (const Finding& finding : starting.findings.kept()) {
       if (finding.id != "ranks.not_started") continue;
       EXPECT_EQ(finding.message, "no receipt file yet; the job holding dmlp.lock (pid " +
@@ -169,7 +163,7 @@ TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
     for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"}) dir.Write(name, "");
     Report created = MustVerify(dir.path());  // files created, no step done
     EXPECT_EQ(created.exit_code, 3);
-    EXPECT_EQ(Ids(created), (std::set<std::string>{"ranks.no_record", "result.missing"}));
+    EXPECT_EQ(testing::FindingIds(created), (std::set<std::string>{"ranks.no_record", "result.missing"}));
   }
   // The job is gone: empty receipt files are still a job that stopped before step 1.
   EXPECT_EQ(MustVerify(dir.path()).exit_code, 3);
@@ -178,7 +172,7 @@ TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
     std::filesystem::remove(dir.File(name));
   Report dead = MustVerify(dir.path());
   EXPECT_EQ(dead.exit_code, 1);
-  EXPECT_TRUE(Ids(dead).contains("ranks.none"));
+  EXPECT_TRUE(testing::FindingIds(dead).contains("ranks.none"));
 }
 
 TEST(VerifyRunTest, EmptyReceiptsBesideAResultAreStillFail) {
@@ -187,7 +181,7 @@ TEST(VerifyRunTest, EmptyReceiptsBesideAResultAreStillFail) {
   for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"}) dir.Write(name, "");
   Report report = MustVerify(dir.path());
   EXPECT_EQ(report.exit_code, 1);
-  EXPECT_TRUE(Ids(report).contains("ranks.none"));
+  EXPECT_TRUE(testing::FindingIds(report).contains("ranks.none"));
 }
 
 // Issue 30 item 5: RESUME=1 renames the receipts into superseded/<n> while a
@@ -212,7 +206,7 @@ TEST(VerifyRunTest, ReceiptsRenamedMidReadAreReadAgainNotFail) {
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(passes, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(report->exit_code, 3);
-  EXPECT_EQ(Ids(*report), (std::set<std::string>{"ranks.not_started", "result.missing"}));
+  EXPECT_EQ(testing::FindingIds(*report), (std::set<std::string>{"ranks.not_started", "result.missing"}));
 }
 
 // A pass can fit between two renames of one move and see the same listing
@@ -237,7 +231,7 @@ TEST(VerifyRunTest, AnErrorInALiveRunIsConfirmedAfterAPause) {
   ASSERT_TRUE(moved.ok());
   EXPECT_EQ(passes, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(moved->exit_code, 3);
-  EXPECT_EQ(Ids(*moved), (std::set<std::string>{"ranks.not_started", "result.missing"}));
+  EXPECT_EQ(testing::FindingIds(*moved), (std::set<std::string>{"ranks.not_started", "result.missing"}));
   // An error that stays is an error, live or not.
   moving = false;
   testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
@@ -247,7 +241,7 @@ TEST(VerifyRunTest, AnErrorInALiveRunIsConfirmedAfterAPause) {
   ASSERT_TRUE(broken.ok());
   EXPECT_EQ(passes, (std::vector<int>{1, 2}));
   EXPECT_EQ(broken->exit_code, 1);
-  EXPECT_TRUE(Ids(*broken).contains("ranks.missing_file"));
+  EXPECT_TRUE(testing::FindingIds(*broken).contains("ranks.missing_file"));
 }
 
 TEST(VerifyRunTest, ADirectoryThatNeverSettlesIsIncomplete) {
@@ -264,7 +258,7 @@ TEST(VerifyRunTest, ADirectoryThatNeverSettlesIsIncomplete) {
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(renames, 10);
   EXPECT_EQ(report->exit_code, 3);  // not ranks.missing_file, which odd passes saw
-  EXPECT_EQ(Ids(*report), (std::set<std::string>{"run.changing"}));
+  EXPECT_EQ(testing::FindingIds(*report), (std::set<std::string>{"run.changing"}));
 }
 
 TEST(VerifyRunTest, AgainstItselfIsNoted) {
@@ -272,17 +266,17 @@ TEST(VerifyRunTest, AgainstItselfIsNoted) {
   testing::WriteReferenceRun(dir, 2, 3);
   Report report = MustVerify(dir.path(), dir.path() + "/.");
   EXPECT_EQ(report.exit_code, 0);
-  EXPECT_TRUE(Ids(report).contains("against.same_run"));
+  EXPECT_TRUE(testing::FindingIds(report).contains("against.same_run"));
   TempDir other;
   testing::WriteReferenceRun(other, 2, 3);
-  EXPECT_FALSE(Ids(MustVerify(dir.path(), other.path())).contains("against.same_run"));
+  EXPECT_FALSE(testing::FindingIds(MustVerify(dir.path(), other.path())).contains("against.same_run"));
 }
 
 // The reader opens the state file as /proc/self/fd/N; the finding names the file.
 TEST(VerifyRunTest, StateInvalidNamesTheFileNotTheDescriptor) {
   const std::string fixture = std::string(DMLP_SOURCE_DIR) + "/tests/fixtures/state-invalid";
   Report report = MustVerify(fixture);
-  ASSERT_TRUE(Ids(report).contains("state.invalid"));
+  ASSERT_TRUE(testing::FindingIds(report).contains("state.invalid"));
   for (const Finding& finding : report.findings.kept()) {
     if (finding.id != "state.invalid") continue;
     EXPECT_EQ(finding.message, "STATE_FILE_INVALID: " + fixture + "/state.safetensors: header length out of range");
@@ -310,7 +304,7 @@ TEST(VerifyRunTest, NeverFollowsOrBlocksOnSpecialFiles) {
   Report report = MustVerify(dir.path());
   EXPECT_EQ(report.exit_code, 1);
   EXPECT_EQ(report.findings.Count("file.not_regular"), 2u);
-  EXPECT_TRUE(Ids(report).contains("result.tmp_leftover"));
+  EXPECT_TRUE(testing::FindingIds(report).contains("result.tmp_leftover"));
   std::filesystem::remove(dir.File("result.json"));
   std::filesystem::create_symlink(outside.File("result.json"), dir.File("result.json"));
   EXPECT_EQ(MustVerify(dir.path()).findings.Count("file.not_regular"), 3u);
@@ -336,7 +330,7 @@ TEST(VerifyRunTest, RankSetFromResultAndFiles) {
   std::filesystem::remove(dir.File("rank-1.jsonl"));
   dir.Write("rank-007.jsonl", "");
   Report report = MustVerify(dir.path());
-  EXPECT_EQ(Ids(report), (std::set<std::string>{"ranks.missing_file", "ranks.bad_file_name", "result.missing"}));
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"ranks.missing_file", "ranks.bad_file_name", "result.missing"}));
 }
 
 // A sparse 100 GB receipt file costs nothing to make and, read, took minutes:
@@ -359,7 +353,7 @@ TEST(VerifyRunTest, ReceiptFileLargerThanItsStepsAllowIsRefusedUnread) {
   // A file exactly at the bound is read (and judged by its lines).
   testing::WriteReferenceRun(dir, 2, 5);
   ASSERT_EQ(::truncate(dir.File("rank-1.jsonl").c_str(), 5 * 4097), 0);
-  EXPECT_FALSE(Ids(MustVerify(dir.path())).contains("file.too_large"));
+  EXPECT_FALSE(testing::FindingIds(MustVerify(dir.path())).contains("file.too_large"));
 }
 
 }  // namespace

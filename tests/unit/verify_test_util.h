@@ -1,4 +1,4 @@
-// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun, Ran, RunVerify
+// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun, Ran, RunVerify, FindingIds
 //
 // Helpers for dmlp-verify's unit tests: a scratch directory removed at the end,
 // and small valid runs in the reference (JAX) format written into it.
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "common/py_json.h"
 #include "common/receipt.h"
 #include "common/sha256.h"
+#include "verify/verifier.h"
 
 namespace dmlp::verify::testing {
 
@@ -116,5 +118,12 @@ inline Ran RunVerify(std::vector<std::string> args) {
   return Ran{WIFEXITED(status) ? WEXITSTATUS(status) : -1, capture.Read("out"), capture.Read("err")};
 }
 #endif
+
+/// The ids of the findings a report kept.
+inline std::set<std::string> FindingIds(const Report& report) {
+  std::set<std::string> ids;
+  for (const Finding& finding : report.findings.kept()) ids.insert(finding.id);
+  return ids;
+}
 
 }  // namespace dmlp::verify::testing

@@ -94,19 +94,13 @@ Report MustVerify(const std::string& run, const std::string& golden, std::option
   return report.ok() ? std::move(report).value() : Report{};
 }
 
-std::set<std::string> Ids(const Report& report) {
-  std::set<std::string> ids;
-  for (const Finding& finding : report.findings.kept()) ids.insert(finding.id);
-  return ids;
-}
-
 TEST(ToleranceTest, WithinToleranceIsAPassThoughTheBitsDiffer) {
   TempDir golden, run;
   WriteRun(golden, 1, 5, 0, Golden);
   WriteRun(run, 2, 5, 1, Drifting);
   Report report = MustVerify(run.path(), golden.path(), 1e-4);
   EXPECT_EQ(report.exit_code, 0);
-  EXPECT_EQ(Ids(report), (std::set<std::string>{"state.absent"}));
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"state.absent"}));
   EXPECT_FALSE(report.first_divergence);
   ASSERT_TRUE(report.against_verdict && report.against_verdict->losses);
   const LossComparison& losses = *report.against_verdict->losses;
@@ -122,7 +116,7 @@ TEST(ToleranceTest, WithinToleranceIsAPassThoughTheBitsDiffer) {
   // Without --tolerance nothing changes: the same runs differ.
   Report exact = MustVerify(run.path(), golden.path(), std::nullopt);
   EXPECT_EQ(exact.exit_code, 1);
-  EXPECT_TRUE(Ids(exact).contains("against.differs"));
+  EXPECT_TRUE(testing::FindingIds(exact).contains("against.differs"));
   EXPECT_FALSE(exact.against_verdict->losses);
   EXPECT_TRUE(ReportToJson(exact)["against_verdict"]["tolerance"].is_null());
   EXPECT_TRUE(ReportToJson(exact)["tolerance"].is_null());
@@ -134,7 +128,7 @@ TEST(ToleranceTest, TheFirstStepBeyondFailsNamingTheLargest) {
   WriteRun(run, 1, 6, 1, [](int step) { return step == 3 || step == 5 ? Golden(step) * 1.001f : Drifting(step); });
   Report report = MustVerify(run.path(), golden.path(), 1e-4);
   EXPECT_EQ(report.exit_code, 1);
-  EXPECT_EQ(Ids(report), (std::set<std::string>{"state.absent", "against.loss_exceeds"}));
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"state.absent", "against.loss_exceeds"}));
   const Finding& finding = report.findings.kept().back();
   EXPECT_EQ(finding.step, 3);
   EXPECT_EQ(finding.expected, Float32Repr(Golden(3)));
@@ -185,14 +179,14 @@ TEST(ToleranceTest, OneCurveEndingFirstIsAPrefixOrIncomplete) {
   WriteRun(finished, 1, 4, 1, Drifting);
   Report prefix = MustVerify(finished.path(), golden.path(), 1e-4);
   EXPECT_EQ(prefix.exit_code, 1);
-  EXPECT_EQ(Ids(prefix), (std::set<std::string>{"state.absent", "against.prefix"}));
+  EXPECT_EQ(testing::FindingIds(prefix), (std::set<std::string>{"state.absent", "against.prefix"}));
   EXPECT_NE(prefix.findings.kept().back().message.find("losses compared at steps 1-4"), std::string::npos);
   EXPECT_EQ(prefix.against_verdict->losses->golden_last, 6);
   EXPECT_EQ(prefix.against_verdict->losses->run_last, 4);
   WriteRun(going, 1, 4, 1, Drifting, /*finished=*/false);
   Report incomplete = MustVerify(going.path(), golden.path(), 1e-4);
   EXPECT_EQ(incomplete.exit_code, 3);
-  EXPECT_TRUE(Ids(incomplete).contains("against.incomplete"));
+  EXPECT_TRUE(testing::FindingIds(incomplete).contains("against.incomplete"));
   EXPECT_TRUE(incomplete.against_verdict->losses->within());
 }
 
@@ -206,7 +200,7 @@ TEST(ToleranceTest, LossesComeFromTheRankFileWithoutMetrics) {
   EXPECT_EQ(report.against_verdict->losses->run_source, "rank-0.jsonl");
   EXPECT_EQ(report.against_verdict->losses->golden_source, "metrics.jsonl");
   EXPECT_TRUE(report.against_verdict->losses->within());
-  EXPECT_TRUE(Ids(report).contains("metrics.missing"));  // the run's own defect, reported as before
+  EXPECT_TRUE(testing::FindingIds(report).contains("metrics.missing"));  // the run's own defect, reported as before
 }
 
 using testing::Ran;
