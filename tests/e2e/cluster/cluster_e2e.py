@@ -458,6 +458,16 @@ class Faults(ClusterTest):
             thawed = self.wait_all({lost_host: launchers[lost_host]}, THAW_BOUND)
             self.assertIsNotNone(thawed[lost_host], f"{lost_host} still runs {THAW_BOUND}s after SIGCONT:\n"
                                  f"{self.processes_on(lost_host)}{self.all_logs()}")
+            # The thawed ranks end as any rank ends on a loss, also those whose
+            # monitor ends them when a wait outlives the loss's hooks
+            # (trainer/rendezvous/last_resort.h): PEER_LOST naming a rank and
+            # its host, dmlp-train's exit code for it (1), passed on by the launcher.
+            self.assertEqual(thawed[lost_host], 1, self.all_logs())
+            errors = re.findall(r"dmlp-train: error: (.*)", self.log(f"launch-{lost_host}"))
+            self.assertTrue(errors, f"no error from the ranks on {lost_host}{self.all_logs()}")
+            for error in errors:
+                self.assertRegex(error, r"^PEER_LOST: rank \d+ \(host node\d, ranks \d+,\d+\)",
+                                 f"on {lost_host}{self.all_logs()}")
             print(f"DETECT fault={name} heartbeat={HEARTBEAT}s thaw_end={time.monotonic() - fault_time - detected:.2f}s")
         print(f"DETECT fault={name} heartbeat={HEARTBEAT}s step={at_step} end={detected:.1f}s")
         lost = self.cluster.hosts.index(lost_host) * RANKS_PER_HOST
