@@ -19,16 +19,22 @@ With --dmlp-draws DIR (written by the kit's dmlp_draws, tests/gpu/dmlp_draws:
 samples.f32, labels.i32, init.f32, little-endian, the same plan) it holds
 dmlp's own draws against both, and ends with one line:
   fidelity dmlp (cuda) vs jax cpu: bit-identical (samples, labels, init)
+dmlp promises the bits of the jax and flax its definition names
+(definition.txt: "jax-0.10.2-threefry/flax-0.12.5-lecun"); a machine whose
+jax or flax is another version may compute other bits, which is no fault of
+dmlp's: that case is told apart (exit 5).
 With --device cpu only the CPU's jax runs (no GPU needed: the row's CPU half).
 Exit status: 0 when it measured (jax's GPU bits may differ from its CPU's:
 that is the finding) and dmlp's draws, if given, are jax's CPU bits; 4 when
-dmlp's draws differ from jax on the CPU (dmlp's promise broken: the row FAILs);
-3 when this machine has no such backend for jax (the reason on stderr); 1 on
-other errors.
+dmlp's draws differ from jax on the CPU at the definition's versions (dmlp's
+promise broken: the row FAILs); 5 when they differ and this jax or flax is
+not the definition's version (the row reports it); 3 when this machine has
+no such backend for jax (the reason on stderr); 1 on other errors.
 """
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -90,6 +96,15 @@ def read_dmlp_draws(directory, like):
     return arrays
 
 
+def definition_versions(directory):
+    """{"jax": ..., "flax": ...} named by dmlp_draws' definition.txt."""
+    text = (Path(directory) / "definition.txt").read_text().strip()
+    match = re.fullmatch(r"jax-([0-9.]+)-threefry/flax-([0-9.]+)-lecun", text)
+    if not match:
+        raise ValueError(f"{directory}/definition.txt: not a definition this script knows: {text!r}")
+    return {"jax": match.group(1), "flax": match.group(2)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in PLAN:
@@ -121,9 +136,12 @@ def main():
         return 0
     try:
         dmlp = read_dmlp_draws(args.dmlp_draws, jax_cpu)
+        promised = definition_versions(args.dmlp_draws)
     except (OSError, ValueError) as error:
         print(f"fidelity_jax: {error}", file=sys.stderr)
         return 1
+    import flax
+    here = {"jax": jax.__version__, "flax": flax.__version__}
     who = f"dmlp ({args.dmlp_platform})"
     against = [("cpu", jax_cpu)] + ([] if jax_device is None else [(device.platform, jax_device)])
     for platform, jax_draws in against:
@@ -132,9 +150,14 @@ def main():
         print(histogram(f"init {who} vs {platform}", dmlp[2], jax_draws[2]))
     differing = [name for name, mine, theirs in zip(("samples", "labels", "init"), dmlp, jax_cpu)
                  if mine.tobytes() != np.ascontiguousarray(theirs, mine.dtype).tobytes()]
+    if differing and here != promised:
+        print(f"fidelity {who} vs jax cpu: differs in {', '.join(differing)}, but dmlp promises "
+              f"jax {promised['jax']} / flax {promised['flax']}'s bits and this machine has "
+              f"jax {here['jax']} / flax {here['flax']}")
+        return 5
     if differing:
         print(f"fidelity {who} vs jax cpu: DIFFERS in {', '.join(differing)} "
-              f"(dmlp promises jax's CPU bits)")
+              f"(dmlp promises jax {promised['jax']} / flax {promised['flax']}'s CPU bits)")
         return 4
     print(f"fidelity {who} vs jax cpu: bit-identical (samples, labels, init)")
     return 0

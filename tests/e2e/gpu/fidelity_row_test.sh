@@ -6,7 +6,8 @@
 #      labels, 9463818 initial parameters) against jax on the CPU: PASS, every
 #      value 0 ulp, every label equal, "bit-identical";
 #   2. a dmlp_draws whose init.f32 has one bit flipped (a small plan): FAIL,
-#      naming init, with a histogram that shows the one value;
+#      naming init, with a histogram that shows the one value; the same from
+#      a dmlp whose definition names other jax/flax versions: INFO, not FAIL;
 #   3. a dmlp_draws that cannot reach a GPU (its CUDA_UNAVAILABLE, exit 3): SKIP
 #      quoting it; no dmlp_draws at all: FAIL.
 # Without the reference's python: exit 77 (SKIP), or a failure when CI is set.
@@ -60,8 +61,23 @@ chmod +x "$work/flipped/dmlp_draws"
 result="$(FIDELITY_PLAN="--batch 8 --features 16 --width 32 --layers 2 --classes 5" \
           "$row" "$work/flipped" "$work/out-flipped" 300 cpu)"
 echo "one bit flipped: $result"
-expect "one bit flipped: FAIL naming init" '^FAIL .*vs jax cpu: DIFFERS in init ' "$result"
+expect "one bit flipped: FAIL naming init" '^FAIL .*vs jax cpu: DIFFERS in init \(dmlp promises jax 0\.10\.2 / flax 0\.12\.5.s CPU bits\)$' "$result"
 expect "one bit flipped: the histogram shows it" 'init dmlp \(cpu\) vs cpu: [0-9]+ values: ulp 0: [0-9]+, 1: 1, 2: 0, 3-15: 0, >=16: 0; max 1' "$result"
+
+# The same flipped bit, from a dmlp whose definition names other versions
+# than this jax's: a difference of versions, reported (INFO), not a FAIL.
+mkdir -p "$work/other-versions"
+cat >"$work/other-versions/dmlp_draws" <<SH
+#!/usr/bin/env bash
+"$work/flipped/dmlp_draws" "\$@" || exit
+echo "jax-0.4.1-threefry/flax-0.8.0-lecun" >"\${!#}/definition.txt"
+SH
+chmod +x "$work/other-versions/dmlp_draws"
+result="$(FIDELITY_PLAN="--batch 8 --features 16 --width 32 --layers 2 --classes 5" \
+          "$row" "$work/other-versions" "$work/out-other-versions" 300 cpu)"
+echo "other versions: $result"
+expect "other versions: INFO naming both" \
+  '^INFO .*differs in init, but dmlp promises jax 0\.4\.1 / flax 0\.8\.0.s bits and this machine has jax 0\.10\.2 / flax 0\.12\.5$' "$result"
 
 cat >"$work/no-gpu/dmlp_draws" <<'SH'
 #!/usr/bin/env bash

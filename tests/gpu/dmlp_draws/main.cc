@@ -10,6 +10,8 @@
 //   samples.f32  global samples 0..BATCH-1 of (step, microbatch), [BATCH][FEATURES]
 //   labels.i32   their labels, [BATCH]
 //   init.f32     the initial parameters, canonical layout (common/state_layout.h)
+//   definition.txt  kDataDefinitionId (trainer/data_definition.h): the jax and
+//                flax versions whose bits these are
 // from GenerateSamples/InitParams (cpu) or GenerateSamplesOnDevice/
 // InitParamsOnDevice on device 0 (cuda): the very functions the trainer calls.
 // Exit status: 0 written; 3 the platform is not here (a build without CUDA,
@@ -29,6 +31,7 @@
 #include "common/state_layout.h"
 #include "common/status.h"
 #include "trainer/data.h"
+#include "trainer/data_definition.h"
 #include "trainer/init.h"
 
 #if DMLP_DRAWS_CUDA
@@ -115,6 +118,8 @@ Status Run(const std::string& platform, const DrawsPlan& plan, const std::string
   DMLP_RETURN_IF_ERROR(WriteFileAtomically(dir + "/samples.f32", Bytes(draws.samples)));
   DMLP_RETURN_IF_ERROR(WriteFileAtomically(dir + "/labels.i32", Bytes(draws.labels)));
   DMLP_RETURN_IF_ERROR(WriteFileAtomically(dir + "/init.f32", Bytes(draws.init)));
+  DMLP_RETURN_IF_ERROR(
+      WriteFileAtomically(dir + "/definition.txt", std::string(kDataDefinitionId) + "\n"));
   std::printf("dmlp_draws: %s: %lld samples x %lld features, %zu parameters -> %s\n",
               platform.c_str(), static_cast<long long>(plan.batch),
               static_cast<long long>(plan.model.features), layout.parameter_count(), dir.c_str());
