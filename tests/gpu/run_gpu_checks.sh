@@ -272,7 +272,7 @@ if [ -z "$gpu_name" ]; then
   else
     record "freeze cuda" SKIP "no cuda_freeze in $bin"
   fi
-  record "fidelity jax" SKIP "no GPU (XLA:GPU against XLA:CPU needs one)"
+  record "fidelity jax" SKIP "no GPU (XLA:GPU and dmlp_draws --platform cuda need one; the CPU half: fidelity_row.sh ... cpu)"
   finish
 fi
 
