@@ -14,9 +14,9 @@
 namespace dmlp {
 namespace {
 
-// Rows and columns of C per task, the unit threads share out: multiples of
-// every kernel's tile (12, 6, 4 rows; 32, 16, 8 columns). The packed A block
-// (96 x 256 floats, 96 KiB) and B block (256 x 256, 256 KiB) stay in L2.
+// Rows and columns of C per packed block: multiples of every kernel's tile
+// (12, 6, 4 rows; 32, 16, 8 columns). The packed A block (96 x 256 floats,
+// 96 KiB) and B block (256 x 256, 256 KiB) stay in L2.
 constexpr int kMBlock = 96;
 constexpr int kNBlock = 256;
 
@@ -194,9 +194,10 @@ struct PackSpace {
   }
 };
 
-// One task: S for rows [i0, i0 + mc) and columns [j0, j0 + nc) of C, every k-block in order.
+// One task: S for rows [r0, r0 + rows) and columns [j0, j0 + nc) of C. For
+// each k-block in order, B's block is packed once and used by every row block.
 template <typename Kernel>
-void RunTask(const Operands& g, int i0, int mc, int j0, int nc) {
+void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
   static thread_local PackSpace space;
   const size_t a_floats = static_cast<size_t>(kMBlock) * kGemmKBlock;
@@ -207,38 +208,48 @@ void RunTask(const Operands& g, int i0, int mc, int j0, int nc) {
     const int kc = std::min(kGemmKBlock, g.k - p0);
     const bool first = p0 == 0;
     PackB<kNr>(g, j0, nc, p0, kc, packed_b);
-    PackA<kMr>(g, i0, mc, p0, kc, packed_a);
-    for (int jp = 0; jp < nc; jp += kNr) {
-      const int cols = std::min(kNr, nc - jp);
-      const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
-      for (int ip = 0; ip < mc; ip += kMr) {
-        const int rows = std::min(kMr, mc - ip);
-        const float* a_panel = packed_a + static_cast<size_t>(ip / kMr) * kc * kMr;
-        float* c = g.c + static_cast<size_t>(i0 + ip) * g.ldc + j0 + jp;
-        if (rows == kMr && cols == kNr) {
-          Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
-          continue;
+    for (int i0 = r0; i0 < r0 + rows; i0 += kMBlock) {
+      const int mc = std::min(kMBlock, r0 + rows - i0);
+      PackA<kMr>(g, i0, mc, p0, kc, packed_a);
+      for (int jp = 0; jp < nc; jp += kNr) {
+        const int cols = std::min(kNr, nc - jp);
+        const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
+        for (int ip = 0; ip < mc; ip += kMr) {
+          const int panel_rows = std::min(kMr, mc - ip);
+          const float* a_panel = packed_a + static_cast<size_t>(ip / kMr) * kc * kMr;
+          float* c = g.c + static_cast<size_t>(i0 + ip) * g.ldc + j0 + jp;
+          if (panel_rows == kMr && cols == kNr) {
+            Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
+            continue;
+          }
+          // An edge tile runs in `tile`: only C's own elements are read and written.
+          if (!first)
+            for (int r = 0; r < panel_rows; ++r)
+              for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
+          Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
+          for (int r = 0; r < panel_rows; ++r)
+            for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
         }
-        // An edge tile runs in `tile`: only C's own elements are read and written.
-        if (!first)
-          for (int r = 0; r < rows; ++r)
-            for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
-        Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
-        for (int r = 0; r < rows; ++r)
-          for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
       }
     }
   }
 }
 
-// S into g.c for every element: tasks of kMBlock x kNBlock, shared among threads.
+// S into g.c for every element. Tasks are kNBlock columns wide and span all
+// rows, so B is packed once per column block; when there are fewer column
+// blocks than threads, the rows are cut too (in whole tiles).
 template <typename Kernel>
 void Chains(const Operands& g, int threads) {
-  const int row_tasks = (g.m + kMBlock - 1) / kMBlock, column_tasks = (g.n + kNBlock - 1) / kNBlock;
-  const int tasks = row_tasks * column_tasks;
-  auto task = [&g, column_tasks](int t) {
-    const int i0 = t / column_tasks * kMBlock, j0 = t % column_tasks * kNBlock;
-    RunTask<Kernel>(g, i0, std::min(kMBlock, g.m - i0), j0, std::min(kNBlock, g.n - j0));
+  constexpr int kMr = Kernel::kMr;
+  const int column_tasks = (g.n + kNBlock - 1) / kNBlock;
+  const int row_tiles = (g.m + kMr - 1) / kMr;
+  const int row_groups = std::min(row_tiles, std::max(1, (threads + column_tasks - 1) / column_tasks));
+  const int group_rows = (row_tiles + row_groups - 1) / row_groups * kMr;
+  const int tasks = column_tasks * row_groups;
+  auto task = [&g, column_tasks, group_rows](int t) {
+    const int r0 = t / column_tasks * group_rows, j0 = t % column_tasks * kNBlock;
+    if (r0 >= g.m) return;
+    RunTask<Kernel>(g, r0, std::min(group_rows, g.m - r0), j0, std::min(kNBlock, g.n - j0));
   };
   threads = std::max(1, std::min(threads, tasks));
   if (threads == 1) {
