@@ -14,11 +14,13 @@
 namespace dmlp {
 namespace {
 
-// Rows and columns of C per packed block: multiples of every kernel's tile
-// (12, 6, 4 rows; 32, 16, 8 columns). The packed A block (96 x 256 floats,
-// 96 KiB) and B block (256 x 256, 256 KiB) stay in L2.
+// Rows of C per packed A block (a multiple of every kernel's 12, 6 or 4 rows)
+// and the most columns per packed B block. A task's columns are one B block,
+// as wide as the threads allow, so that A (read from memory) is packed as few
+// times as possible: the A block (96 x 256 floats, 96 KiB) and the B block
+// (at most 256 x 1024, 1 MiB) stay in L2.
 constexpr int kMBlock = 96;
-constexpr int kNBlock = 256;
+constexpr int kNBlockMax = 1024;
 
 // MXCSR: round to nearest, every exception masked, flush-to-zero and
 // denormals-are-zero off; the caller's value comes back on scope exit.
@@ -38,15 +40,25 @@ class KnownMxcsr {
 // ap is packed kc x kMr, bp kc x kNr. first: the chains start at +0 and C is
 // not read; else they start from C (the running value of the earlier blocks).
 
+// The A panel comes in one of two layouts (both pure copies): kRowPanel, A's
+// rows as they are, each kGemmKBlock long (ap[r * kGemmKBlock + kk]: packing
+// a row-major A is a plain copy), else interleaved (ap[kk * kMr + r]: packing
+// a transposed A is a plain copy).
+template <bool kRowPanel, int kMr>
+inline const float* AElement(const float* ap, int r) {
+  return kRowPanel ? ap + r * kGemmKBlock : ap + r;
+}
+
 struct ScalarKernel {
   static constexpr int kMr = 4, kNr = 8;
+  template <bool kRowPanel>
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     float acc[kMr][kNr];
     for (int r = 0; r < kMr; ++r)
       for (int j = 0; j < kNr; ++j) acc[r][j] = first ? 0.0f : c[r * ldc + j];
-    for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += kNr)
+    for (int kk = 0; kk < kc; ++kk, ap += kRowPanel ? 1 : kMr, bp += kNr)
       for (int r = 0; r < kMr; ++r)
-        for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(ap[r], bp[j], acc[r][j]);
+        for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(*AElement<kRowPanel, kMr>(ap, r), bp[j], acc[r][j]);
     for (int r = 0; r < kMr; ++r)
       for (int j = 0; j < kNr; ++j) c[r * ldc + j] = acc[r][j];
   }
@@ -55,6 +67,7 @@ struct ScalarKernel {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DMLP_SGEMM_X86 1
 
+template <bool kRowPanel>
 __attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const float* bp, float* c,
                                                   size_t ldc, bool first) {
   constexpr int kMr = 6;
@@ -64,11 +77,11 @@ __attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const 
     acc0[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc);
     acc1[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8);
   }
-  for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += 16) {
+  for (int kk = 0; kk < kc; ++kk, ap += kRowPanel ? 1 : kMr, bp += 16) {
     const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
-      const __m256 a = _mm256_broadcast_ss(ap + r);
+      const __m256 a = _mm256_broadcast_ss(AElement<kRowPanel, kMr>(ap, r));
       acc0[r] = _mm256_fmadd_ps(a, b0, acc0[r]);
       acc1[r] = _mm256_fmadd_ps(a, b1, acc1[r]);
     }
@@ -80,6 +93,7 @@ __attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const 
   }
 }
 
+template <bool kRowPanel>
 __attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* ap, const float* bp,
                                                             float* c, size_t ldc, bool first) {
   constexpr int kMr = 12;
@@ -89,11 +103,11 @@ __attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* 
     acc0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
     acc1[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
   }
-  for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += 32) {
+  for (int kk = 0; kk < kc; ++kk, ap += kRowPanel ? 1 : kMr, bp += 32) {
     const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < kMr; ++r) {
-      const __m512 a = _mm512_set1_ps(ap[r]);
+      const __m512 a = _mm512_set1_ps(*AElement<kRowPanel, kMr>(ap, r));
       acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
     }
@@ -107,15 +121,17 @@ __attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* 
 
 struct Avx2Kernel {
   static constexpr int kMr = 6, kNr = 16;
+  template <bool kRowPanel>
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx2(kc, ap, bp, c, ldc, first);
+    RunAvx2<kRowPanel>(kc, ap, bp, c, ldc, first);
   }
 };
 
 struct Avx512Kernel {
   static constexpr int kMr = 12, kNr = 32;
+  template <bool kRowPanel>
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx512(kc, ap, bp, c, ldc, first);
+    RunAvx512<kRowPanel>(kc, ap, bp, c, ldc, first);
   }
 };
 #endif
@@ -131,26 +147,28 @@ struct Operands {
   size_t ldc;
 };
 
-// op(A)[i0 + i][p0 + kk] for i < mc, kk < kc, into kMr-row panels, each kc x kMr;
-// rows past mc are zeros (their results are never stored). A pure copy.
+// op(A)[i0 + i][p0 + kk] for i < mc, kk < kc, into kMr-row panels of
+// kMr x kGemmKBlock floats, in the layout AElement reads (row panels when A
+// is not transposed); rows past mc are zeros (their results are never
+// stored). A pure copy.
 template <int kMr>
 void PackA(const Operands& g, int i0, int mc, int p0, int kc, float* out) {
   for (int ip = 0; ip < mc; ip += kMr) {
     const int rows = std::min(kMr, mc - ip);
-    float* panel = out + static_cast<size_t>(ip / kMr) * kc * kMr;
+    float* panel = out + static_cast<size_t>(ip / kMr) * kGemmKBlock * kMr;
     if (!g.transpose_a) {
       for (int r = 0; r < rows; ++r) {
         const float* row = g.a + static_cast<size_t>(i0 + ip + r) * g.lda + p0;
-        for (int kk = 0; kk < kc; ++kk) panel[kk * kMr + r] = row[kk];
+        std::copy_n(row, kc, panel + r * kGemmKBlock);
       }
+      for (int r = rows; r < kMr; ++r) std::fill_n(panel + r * kGemmKBlock, kc, 0.0f);
     } else {
       for (int kk = 0; kk < kc; ++kk) {
         const float* row = g.a + static_cast<size_t>(p0 + kk) * g.lda + i0 + ip;
         for (int r = 0; r < rows; ++r) panel[kk * kMr + r] = row[r];
+        for (int r = rows; r < kMr; ++r) panel[kk * kMr + r] = 0.0f;
       }
     }
-    for (int r = rows; r < kMr; ++r)
-      for (int kk = 0; kk < kc; ++kk) panel[kk * kMr + r] = 0.0f;
   }
 }
 
@@ -201,7 +219,7 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
   static thread_local PackSpace space;
   const size_t a_floats = static_cast<size_t>(kMBlock) * kGemmKBlock;
-  float* packed_a = space.Get(a_floats + static_cast<size_t>(kNBlock) * kGemmKBlock);
+  float* packed_a = space.Get(a_floats + static_cast<size_t>(kNBlockMax) * kGemmKBlock);
   float* packed_b = packed_a + a_floats;
   alignas(64) float tile[kMr * kNr];
   for (int p0 = 0; p0 < g.k; p0 += kGemmKBlock) {
@@ -216,17 +234,19 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
         const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
         for (int ip = 0; ip < mc; ip += kMr) {
           const int panel_rows = std::min(kMr, mc - ip);
-          const float* a_panel = packed_a + static_cast<size_t>(ip / kMr) * kc * kMr;
+          const float* a_panel = packed_a + static_cast<size_t>(ip / kMr) * kGemmKBlock * kMr;
           float* c = g.c + static_cast<size_t>(i0 + ip) * g.ldc + j0 + jp;
           if (panel_rows == kMr && cols == kNr) {
-            Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
+            g.transpose_a ? Kernel::template Run<false>(kc, a_panel, b_panel, c, g.ldc, first)
+                          : Kernel::template Run<true>(kc, a_panel, b_panel, c, g.ldc, first);
             continue;
           }
           // An edge tile runs in `tile`: only C's own elements are read and written.
           if (!first)
             for (int r = 0; r < panel_rows; ++r)
               for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
-          Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
+          g.transpose_a ? Kernel::template Run<false>(kc, a_panel, b_panel, tile, kNr, first)
+                        : Kernel::template Run<true>(kc, a_panel, b_panel, tile, kNr, first);
           for (int r = 0; r < panel_rows; ++r)
             for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
         }
@@ -235,21 +255,25 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
   }
 }
 
-// S into g.c for every element. Tasks are kNBlock columns wide and span all
-// rows, so B is packed once per column block; when there are fewer column
-// blocks than threads, the rows are cut too (in whole tiles).
+// S into g.c for every element. A task is a block of columns (one per
+// thread, at most kNBlockMax wide, whole tiles) over all rows, so B is packed
+// once per k-block and A once per thread; when there are fewer column blocks
+// than threads, the rows are cut too (in whole tiles).
 template <typename Kernel>
 void Chains(const Operands& g, int threads) {
-  constexpr int kMr = Kernel::kMr;
-  const int column_tasks = (g.n + kNBlock - 1) / kNBlock;
+  constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
+  threads = std::max(1, threads);
+  const int column_tiles = (g.n + kNr - 1) / kNr;
+  const int block = std::min(kNBlockMax, (column_tiles + threads - 1) / threads * kNr);
+  const int column_tasks = (g.n + block - 1) / block;
   const int row_tiles = (g.m + kMr - 1) / kMr;
   const int row_groups = std::min(row_tiles, std::max(1, (threads + column_tasks - 1) / column_tasks));
   const int group_rows = (row_tiles + row_groups - 1) / row_groups * kMr;
   const int tasks = column_tasks * row_groups;
-  auto task = [&g, column_tasks, group_rows](int t) {
-    const int r0 = t / column_tasks * group_rows, j0 = t % column_tasks * kNBlock;
+  auto task = [&g, column_tasks, group_rows, block](int t) {
+    const int r0 = t / column_tasks * group_rows, j0 = t % column_tasks * block;
     if (r0 >= g.m) return;
-    RunTask<Kernel>(g, r0, std::min(group_rows, g.m - r0), j0, std::min(kNBlock, g.n - j0));
+    RunTask<Kernel>(g, r0, std::min(group_rows, g.m - r0), j0, std::min(block, g.n - j0));
   };
   threads = std::max(1, std::min(threads, tasks));
   if (threads == 1) {
