@@ -1,6 +1,7 @@
 // cpu_floor: the CPU platform's floor for one optimizer update — the MLP's
 // GEMMs for one update (forward, weight gradients, input gradients of every
-// shard this rank computes), run back to back through the pinned CPU GEMM.
+// shard this rank computes), run back to back through the CPU GEMM that
+// DMLP_CPU_GEMM selects (auto, avx512, avx2, scalar or blis; default auto).
 //
 //   cpu_floor FEATURES WIDTH LAYERS CLASSES SAMPLES_PER_RANK THREADS [REPEATS]
 //
@@ -9,8 +10,8 @@
 // the element-wise passes, on distinct weight and activation buffers):
 // the gap between the two is what the MLP spends beyond its GEMM floor.
 //
-// Prints `gemm_flops_per_update=F gemm_gflops=R floor_update_s=T mlp_update_s=M`
-// (medians over REPEATS passes).
+// Prints `gemm_flops_per_update=F gemm_gflops=R floor_update_s=T mlp_update_s=M gemm=K`
+// (medians over REPEATS passes; K: the kernel that ran).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -46,7 +47,13 @@ int main(int argc, char** argv) {
   const int features = std::atoi(argv[1]), width = std::atoi(argv[2]), layers = std::atoi(argv[3]);
   const int classes = std::atoi(argv[4]), samples = std::atoi(argv[5]), threads = std::atoi(argv[6]);
   const int repeats = argc > 7 ? std::atoi(argv[7]) : 5;
-  dmlp::Status status = dmlp::InitCpuGemm(threads);
+  const char* choice_text = std::getenv("DMLP_CPU_GEMM");
+  dmlp::Result<dmlp::CpuGemm> choice = dmlp::ParseCpuGemm(choice_text ? choice_text : "auto");
+  if (!choice.ok()) {
+    std::fprintf(stderr, "cpu_floor: error: %s\n", choice.status().ToString().c_str());
+    return 2;
+  }
+  dmlp::Status status = dmlp::InitCpuGemm(threads, choice.value());
   if (!status.ok()) {
     std::fprintf(stderr, "cpu_floor: error: %s\n", status.ToString().c_str());
     return 1;
@@ -104,7 +111,8 @@ int main(int argc, char** argv) {
     }
   }
   const double floor = Median(gemm_seconds);
-  std::printf("gemm_flops_per_update=%.0f gemm_gflops=%.2f floor_update_s=%.6f mlp_update_s=%.6f\n",
-              flops, flops / floor / 1e9, floor, Median(mlp_seconds));
+  std::printf("gemm_flops_per_update=%.0f gemm_gflops=%.2f floor_update_s=%.6f mlp_update_s=%.6f gemm=%s\n",
+              flops, flops / floor / 1e9, floor, Median(mlp_seconds),
+              dmlp::CpuGemmDescription().isa.c_str());
   return 0;
 }

@@ -35,8 +35,10 @@ enum class Setting {
   kVersion, kSteps, kSeed, kBatch, kMicrobatches, kLearningRate, kPlatform, kNumProcesses,
   kFeatures, kWidth, kLayers, kClasses, kHeartbeat, kDataShards, kMatmulPrecision, kReduction,
   kDataDefinition, kCollectives, kCheckpointEvery, kResume, kDivergenceCheck, kAuditEvery,
+  kCpuGemmOrder,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
+  kCpuGemmKernel,
 };
 
 struct SettingRow {
@@ -72,6 +74,10 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kResume,             "RESUME",                    "resume",                    Bits::kNever,         "plan.resume"},
   {Setting::kDivergenceCheck,    "DIVERGENCE_CHECK",          "divergence_check",          Bits::kNever,         ""},
   {Setting::kAuditEvery,         "AUDIT_EVERY",               "audit_every",               Bits::kNever,         ""},
+  // The CPU GEMM's accumulation order (trainer/cpu/gemm_cpu.h, CpuGemmOrder): dmlp's
+  // one FMA chain per element in increasing k whatever the kernel, or BLIS's
+  // sub-configuration with DMLP_CPU_GEMM=blis. A line on PLATFORM=cpu only.
+  {Setting::kCpuGemmOrder,       "DMLP_CPU_GEMM order",       "cpu_gemm_order",            Bits::kAlways,        "fingerprint.blas.kernel"},
   // Add plan rows here (see the top of this file).
   {Setting::kOutDir,             "OUT_DIR",                   "",                          Bits::kNever,         "plan.out_dir"},
   {Setting::kCoordinatorPort,    "COORDINATOR_PORT",          "",                          Bits::kNever,         "model.port"},
@@ -80,6 +86,8 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kCpuThreads,         "DMLP_CPU_THREADS",          "",                          Bits::kNever,         "fingerprint.blas.threads"},
   {Setting::kImageId,            "DMLP_IMAGE_ID",             "",                          Bits::kNever,         "build.image_id"},  // names a file, not the bits
   {Setting::kNcclVariables,      "NCCL_*",                    "",                          Bits::kWithAllreduce, "fingerprint.nccl_env.*"},  // transports, algorithms
+  // Which of dmlp's kernels ran (avx512, avx2, scalar): all give the order's bits.
+  {Setting::kCpuGemmKernel,      "DMLP_CPU_GEMM kernel",      "",                          Bits::kNever,         "fingerprint.blas.isa"},
 };
 // clang-format on
 

@@ -189,6 +189,8 @@ Result<Plan> ReadPlan(const Environment& env) {
                         Choice(env, "DIVERGENCE_CHECK", "on", {std::pair{"on", true}, std::pair{"off", false}}));
   DMLP_ASSIGN_OR_RETURN(plan.audit_every,
                         OptionalInteger(env, "AUDIT_EVERY", kDefaultAuditEvery, 0));
+  DMLP_ASSIGN_OR_RETURN(std::string cpu_gemm, OptionalString(env, "DMLP_CPU_GEMM", "auto"));
+  DMLP_ASSIGN_OR_RETURN(plan.cpu_gemm, ParseCpuGemm(cpu_gemm));
   DMLP_RETURN_IF_ERROR(CrossCheck(plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
@@ -276,6 +278,11 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kAuditEvery:
       if (plan.audit_every == kDefaultAuditEvery) return std::nullopt;
       return std::to_string(plan.audit_every);
+    // Ranks and resumes must agree on the order their GEMMs add in; the
+    // kernel that follows it (kCpuGemmKernel) is free to differ.
+    case Setting::kCpuGemmOrder:
+      if (plan.platform != Platform::kCpu) return std::nullopt;
+      return CpuGemmOrder(plan.cpu_gemm);
     case Setting::kOutDir:
     case Setting::kCoordinatorPort:
     case Setting::kProcessId:
@@ -283,6 +290,7 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kCpuThreads:
     case Setting::kImageId:
     case Setting::kNcclVariables:
+    case Setting::kCpuGemmKernel:
       return std::nullopt;
   }
   return std::nullopt;

@@ -16,6 +16,7 @@
 #include "common/rank_place.h"
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/cpu/gemm_cpu.h"
 
 namespace dmlp {
 
@@ -73,6 +74,9 @@ struct Plan {
   // agree (in PlanFingerprint when not the default), but it never changes a
   // byte of any file, so it is not in result.json.
   int64_t audit_every = kDefaultAuditEvery;
+  // DMLP_CPU_GEMM (trainer/cpu/gemm_cpu.h), PLATFORM=cpu: which GEMM; its order is
+  // in PlanFingerprint (ranks must add alike), the kernel is not.
+  CpuGemm cpu_gemm = CpuGemm::kAuto;
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

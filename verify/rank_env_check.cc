@@ -206,7 +206,8 @@ std::map<std::string, std::string> StackSignature(const EnvRecord& record) {
     fields[std::string("device.") + key] = record.device.contains(key) ? record.device[key].dump() : "(absent)";
   Flatten(record.stack, "fingerprint", fields);
   Flatten(record.build, "build", fields);
-  for (const char* ignored : {"fingerprint.blas.threads", "fingerprint.collectives", "build.image_id"})
+  for (const char* ignored : {"fingerprint.blas.threads", "fingerprint.blas.isa", "fingerprint.collectives",
+                              "build.image_id"})
     fields.erase(ignored);
   for (const char* ignored : kDeviceDescriptionFields) fields.erase(ignored);
   return fields;

@@ -152,8 +152,10 @@ missing="$(unresolved "/$device_site")"
 check "ldd, with cuBLAS/NCCL" "$([ -z "$missing" ] && echo 0 || echo 1)" "unresolved: ${missing:-none}"
 
 rc=0
+# DMLP_CPU_GEMM=blis: the job checks that the kit's BLIS, beside the program, loads
+# (dmlp's own SGEMM is the default and needs no file).
 in_root env PLATFORM=cpu NUM_PROCESSES=2 STEPS=3 SEED=42 BATCH=16 MICROBATCHES=2 LEARNING_RATE=0.001 \
-  FEATURES=8 WIDTH=16 LAYERS=2 CLASSES=4 DATA_SHARDS=2 OUT_DIR=/out/cpu-job \
+  FEATURES=8 WIDTH=16 LAYERS=2 CLASSES=4 DATA_SHARDS=2 OUT_DIR=/out/cpu-job DMLP_CPU_GEMM=blis \
   COORDINATOR_PORT="$((port + 19))" HEARTBEAT_TIMEOUT_SECONDS=60 LD_LIBRARY_PATH="/$device_site" \
   timeout -k 5 120 /kit/bin/dmlp-launch --grace 5 >"$root/out-cpu-job.console" 2>&1 || rc=$?
 verdict="$(in_root /kit/bin/dmlp-verify /out/cpu-job 2>&1 | tail -n 1 || true)"

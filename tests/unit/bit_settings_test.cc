@@ -27,7 +27,7 @@ TEST(BitSettingsTest, EverySettingHasOneRowAndPlanRowsComeFirst) {
     EXPECT_TRUE(keys.insert(row.plan_key).second) << row.plan_key;
     EXPECT_EQ(row.plan_key.find_first_of("=\n;"), std::string_view::npos) << row.plan_key;
   }
-  EXPECT_EQ(seen.size(), static_cast<size_t>(Setting::kNcclVariables) + 1);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(Setting::kCpuGemmKernel) + 1);
 }
 
 TEST(BitSettingsTest, WhatTheComparisonIgnoresDependsOnTheReduction) {
@@ -38,7 +38,7 @@ TEST(BitSettingsTest, WhatTheComparisonIgnoresDependsOnTheReduction) {
   };
   for (const char* field : {"plan.out_dir", "plan.steps", "plan.checkpoint_every", "plan.resume", "model.port",
                             "model.process_id", "model.heartbeat_timeout_s", "fingerprint.blas.threads",
-                            "build.image_id"}) {
+                            "fingerprint.blas.isa", "build.image_id"}) {
     EXPECT_TRUE(has(ordered, field)) << field;
     EXPECT_TRUE(has(allreduce, field)) << field;
   }
@@ -46,7 +46,8 @@ TEST(BitSettingsTest, WhatTheComparisonIgnoresDependsOnTheReduction) {
     EXPECT_TRUE(has(ordered, field)) << field;
     EXPECT_FALSE(has(allreduce, field)) << field;
   }
-  for (const char* field : {"plan.seed", "plan.data_shards", "fingerprint.data_shards", "model.width", "plan.reduction"}) {
+  for (const char* field : {"plan.seed", "plan.data_shards", "fingerprint.data_shards", "model.width", "plan.reduction",
+                            "fingerprint.blas.kernel"}) {
     EXPECT_FALSE(has(ordered, field)) << field;
     EXPECT_FALSE(has(allreduce, field)) << field;
   }

@@ -13,3 +13,13 @@ if(DMLP_SANITIZE)
 else()
   gtest_discover_tests(gemm_cpu_test DISCOVERY_TIMEOUT 60)
 endif()
+
+# dmlp's SGEMM: every kernel this CPU runs against the order rule, bit for bit.
+add_executable(ordered_sgemm_test ${CMAKE_CURRENT_LIST_DIR}/ordered_sgemm_test.cc)
+target_link_libraries(ordered_sgemm_test PRIVATE dmlp_gemm_cpu GTest::gtest_main)
+if(DMLP_SANITIZE)
+  gtest_discover_tests(ordered_sgemm_test DISCOVERY_TIMEOUT 60
+                       PROPERTIES ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
+else()
+  gtest_discover_tests(ordered_sgemm_test DISCOVERY_TIMEOUT 60)
+endif()

@@ -100,16 +100,22 @@ void ExpectMatchesReference(const Shape& s, int pad, float alpha, float beta) {
   }
 }
 
-class GemmCpuTest : public ::testing::Test {
+// Each case runs with dmlp's own GEMM (auto: the fastest kernel here) and with BLIS.
+class GemmCpuTest : public ::testing::TestWithParam<CpuGemm> {
  protected:
-  void SetUp() override { ASSERT_TRUE(InitCpuGemm(1).ok()); }
+  void SetUp() override { ASSERT_TRUE(InitCpuGemm(1, GetParam()).ok()); }
 };
+
+INSTANTIATE_TEST_SUITE_P(Choices, GemmCpuTest, ::testing::Values(CpuGemm::kAuto, CpuGemm::kBlis),
+                         [](const ::testing::TestParamInfo<CpuGemm>& info) {
+                           return std::string(kCpuGemmChoices[static_cast<int>(info.param)]);
+                         });
 
 const Shape kOddShapes[] = {{1, 1, 1, false, false},    {37, 53, 71, false, false},
                             {3, 129, 517, false, true}, {130, 17, 33, true, false},
                             {61, 301, 1100, true, true}, {200, 10, 777, false, false}};
 
-TEST_F(GemmCpuTest, MatchesFloat64ReferenceForEveryTransposePair) {
+TEST_P(GemmCpuTest, MatchesFloat64ReferenceForEveryTransposePair) {
   for (Shape s : kOddShapes) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
@@ -122,7 +128,7 @@ TEST_F(GemmCpuTest, MatchesFloat64ReferenceForEveryTransposePair) {
   }
 }
 
-TEST_F(GemmCpuTest, BetaZeroNeverReadsC) {
+TEST_P(GemmCpuTest, BetaZeroNeverReadsC) {
   Problem p = MakeProblem({45, 67, 89, true, false}, 3, 42);
   std::fill(p.c.begin(), p.c.end(), std::numeric_limits<float>::quiet_NaN());
   RunGemm(p, 1.0f, 0.0f);
@@ -131,7 +137,7 @@ TEST_F(GemmCpuTest, BetaZeroNeverReadsC) {
   }
 }
 
-TEST_F(GemmCpuTest, ZeroDepthScalesC) {
+TEST_P(GemmCpuTest, ZeroDepthScalesC) {
   Problem p = MakeProblem({4, 5, 0, false, false}, 0, 9);
   p.lda = 1;  // k = 0: A has no columns, BLAS still wants ld >= 1
   const std::vector<float> before = p.c;
@@ -139,7 +145,7 @@ TEST_F(GemmCpuTest, ZeroDepthScalesC) {
   for (size_t i = 0; i < p.c.size(); ++i) EXPECT_EQ(p.c[i], 2.0f * before[i]);
 }
 
-TEST_F(GemmCpuTest, SameCallGivesSameBits) {
+TEST_P(GemmCpuTest, SameCallGivesSameBits) {
   for (const Shape& s : kOddShapes) {
     Problem first = MakeProblem(s, 0, 5);
     Problem second = first;
@@ -153,7 +159,7 @@ TEST_F(GemmCpuTest, SameCallGivesSameBits) {
 // The trainer's thread policy (CPUs shared among the ranks, so the count changes
 // with NUM_PROCESSES) is only allowed because the bits do not depend on it: MLP shapes (batch
 // shard 64/512, widths up to 2048) and odd sizes, every transpose pair, 1 to 3 threads.
-TEST_F(GemmCpuTest, ThreadCountDoesNotChangeBits) {
+TEST_P(GemmCpuTest, ThreadCountDoesNotChangeBits) {
   std::vector<Shape> shapes = {{512, 1024, 512, false, false}, {64, 2048, 1024, false, true},
                                {1024, 1024, 64, true, false},  {512, 10, 1024, false, false},
                                {333, 777, 1001, false, true},  {515, 1023, 67, true, false},
@@ -161,7 +167,7 @@ TEST_F(GemmCpuTest, ThreadCountDoesNotChangeBits) {
   for (const Shape& s : shapes) {
     std::vector<float> reference;
     for (int threads : {1, 2, 3}) {
-      ASSERT_TRUE(InitCpuGemm(threads).ok());
+      ASSERT_TRUE(InitCpuGemm(threads, GetParam()).ok());
       ASSERT_EQ(CpuGemmDescription().threads, threads);
       Problem p = MakeProblem(s, 1, 77);
       RunGemm(p, 1.0f, 0.0f);
@@ -176,8 +182,8 @@ TEST_F(GemmCpuTest, ThreadCountDoesNotChangeBits) {
   }
 }
 
-TEST_F(GemmCpuTest, DescriptionNamesLibraryKernelAndThreads) {
-  ASSERT_TRUE(InitCpuGemm(2).ok());
+TEST(GemmCpuChoiceTest, BlisDescriptionNamesLibraryKernelAndThreads) {
+  ASSERT_TRUE(InitCpuGemm(2, CpuGemm::kBlis).ok());
   const CpuGemmInfo& info = CpuGemmDescription();
   EXPECT_EQ(info.library.rfind("blis ", 0), 0u) << info.library;
   EXPECT_EQ(info.threads, 2);
@@ -189,6 +195,45 @@ TEST_F(GemmCpuTest, DescriptionNamesLibraryKernelAndThreads) {
   char resolved[PATH_MAX];
   ASSERT_NE(realpath(DMLP_BLIS_SO, resolved), nullptr);
   EXPECT_EQ(info.file, resolved);
+  EXPECT_EQ(info.isa, info.kernel);
+  EXPECT_EQ(CpuGemmOrder(CpuGemm::kBlis), info.kernel);
+}
+
+TEST(GemmCpuChoiceTest, DmlpDescriptionNamesTheOrderAndTheKernelThatRuns) {
+  for (CpuGemm choice : {CpuGemm::kAuto, CpuGemm::kAvx512, CpuGemm::kAvx2, CpuGemm::kScalar}) {
+    const std::string word = kCpuGemmChoices[static_cast<int>(choice)];
+    Result<CpuGemm> parsed = ParseCpuGemm(word);
+    const bool runs = choice == CpuGemm::kAuto || choice == CpuGemm::kScalar ||
+                      (choice == CpuGemm::kAvx512 && __builtin_cpu_supports("avx512f")) ||
+                      (choice == CpuGemm::kAvx2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    if (!runs) {
+      ASSERT_FALSE(parsed.ok()) << word;
+      EXPECT_EQ(parsed.status().code(), "ENV_INVALID") << word;
+      continue;
+    }
+    ASSERT_TRUE(parsed.ok()) << word;
+    ASSERT_EQ(parsed.value(), choice);
+    ASSERT_TRUE(InitCpuGemm(2, choice).ok()) << word;
+    const CpuGemmInfo& info = CpuGemmDescription();
+    EXPECT_EQ(info.kernel, "fma-chain-k-ascending");
+    EXPECT_EQ(CpuGemmOrder(choice), info.kernel);
+    EXPECT_EQ(info.threads, 2);
+    EXPECT_EQ(info.file, "");
+    const std::string fastest = __builtin_cpu_supports("avx512f") ? "avx512"
+                                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "avx2"
+                                                                                                   : "scalar";
+    EXPECT_EQ(info.isa, choice == CpuGemm::kAuto ? fastest : word);
+  }
+}
+
+TEST(GemmCpuChoiceTest, AnUnknownWordIsEnvInvalidNamingTheChoices) {
+  for (const char* word : {"", "AVX512", "avx-512", "openblas", "auto "}) {
+    Result<CpuGemm> parsed = ParseCpuGemm(word);
+    ASSERT_FALSE(parsed.ok()) << word;
+    EXPECT_EQ(parsed.status().code(), "ENV_INVALID");
+    EXPECT_NE(parsed.status().ToString().find("auto or avx512 or avx2 or scalar or blis"), std::string::npos)
+        << parsed.status().ToString();
+  }
 }
 
 TEST(BlisPathBesideExecutable, TakesThePathFromTheExecutablesFolder) {
@@ -216,7 +261,7 @@ TEST(GemmCpuDeathTest, RefusesWhenBlisWasInitializedWithAnotherKernel) {
         setenv("BLIS_ARCH_TYPE", std::to_string(generic).c_str(), 1);
         reinterpret_cast<void (*)()>(dlsym(blis, "bli_init"))();
         unsetenv("BLIS_ARCH_TYPE");
-        Status status = InitCpuGemm(1);
+        Status status = InitCpuGemm(1, CpuGemm::kBlis);
         std::fprintf(stderr, "%s\n", status.ToString().c_str());
         std::exit(status.code() == "GEMM_INIT_FAILED" ? 0 : 1);
       },

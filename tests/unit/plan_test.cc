@@ -213,6 +213,41 @@ TEST(PlanTest, AuditEveryIsSharedByRanksButDecidesNoBit) {
   EXPECT_EQ(PlanDocument(*unaudited), PlanDocument(*standard));
 }
 
+TEST(PlanTest, TheCpuGemmsOrderIsInTheFingerprintsItsKernelIsNot) {
+  Result<Plan> standard = ReadPlan(ValidEnv());
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  EXPECT_EQ(standard->cpu_gemm, CpuGemm::kAuto);
+  const std::string order = "\ncpu_gemm_order=fma-chain-k-ascending";
+  EXPECT_NE(PlanFingerprint(*standard).find(order), std::string::npos) << PlanFingerprint(*standard);
+  EXPECT_NE(CheckpointFingerprint(*standard).find(order), std::string::npos);
+  // Every one of dmlp's kernels: the same lines (ranks and resumes may mix them).
+  for (const char* kernel : {"scalar", "avx2", "avx512"}) {
+    Environment env = ValidEnv();
+    env.Set("DMLP_CPU_GEMM", kernel);
+    Result<Plan> forced = ReadPlan(env);
+    if (!forced.ok()) {  // a kernel this CPU cannot run
+      EXPECT_EQ(forced.status().code(), "ENV_INVALID") << kernel;
+      continue;
+    }
+    EXPECT_EQ(PlanFingerprint(*forced), PlanFingerprint(*standard)) << kernel;
+    EXPECT_EQ(CheckpointFingerprint(*forced), CheckpointFingerprint(*standard)) << kernel;
+  }
+  // BLIS adds in another order: ranks and resumes must not mix it with dmlp's.
+  Environment env = ValidEnv();
+  env.Set("DMLP_CPU_GEMM", "blis");
+  Result<Plan> blis = ReadPlan(env);
+  ASSERT_TRUE(blis.ok()) << blis.status().ToString();
+  EXPECT_NE(PlanFingerprint(*blis), PlanFingerprint(*standard));
+  EXPECT_NE(CheckpointFingerprint(*blis), CheckpointFingerprint(*standard));
+  EXPECT_EQ(ErrorWith("DMLP_CPU_GEMM", "fast"),
+            "ENV_INVALID: DMLP_CPU_GEMM='fast' must be auto or avx512 or avx2 or scalar or blis");
+  EXPECT_EQ(ErrorWith("DMLP_CPU_GEMM", ""), "ENV_EMPTY: DMLP_CPU_GEMM");
+  // The CUDA platform has no CPU GEMM in its plan: its lines are as before.
+  Environment cuda = ValidEnv();
+  cuda.Set("PLATFORM", "cuda");
+  EXPECT_EQ(PlanFingerprint(*ReadPlan(cuda)).find("cpu_gemm"), std::string::npos);
+}
+
 TEST(PlanTest, CollectivesAreRefusedOnTheCpuPlatform) {
   for (const char* value : {"gloo", "nccl", ""})
     EXPECT_EQ(ErrorWith("COLLECTIVES", value),

@@ -75,6 +75,7 @@ class CpuBackend final : public Backend {
             {"blas",
              {{"library", gemm.library},
               {"kernel", gemm.kernel},
+              {"isa", gemm.isa},
               {"threads", gemm.threads},
               {"file", gemm.file}}},
             {"collectives", collectives_ ? collectives_->Description() : "none (1 process)"}};
@@ -287,7 +288,7 @@ Result<int> GemmThreads(const Plan& plan) {
 Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateLayout& layout,
                                                   Rendezvous& rendezvous) {
   DMLP_ASSIGN_OR_RETURN(int threads, GemmThreads(plan));
-  DMLP_RETURN_IF_ERROR(InitCpuGemm(threads));
+  DMLP_RETURN_IF_ERROR(InitCpuGemm(threads, plan.cpu_gemm));
   SetCpuParallelThreads(threads);
   DMLP_ASSIGN_OR_RETURN(CpuMlp mlp, CpuMlp::Create(layout, plan.shard_size()));
   std::unique_ptr<Collectives> collectives;

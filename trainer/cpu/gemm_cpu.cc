@@ -1,6 +1,12 @@
-// CPU SGEMM through BLIS with a pinned sub-configuration and thread count; see gemm_cpu.h.
+// The CPU platform's SGEMM: dmlp's own (ordered_sgemm.h), or BLIS with a pinned
+// sub-configuration and thread count for comparison; see gemm_cpu.h.
 //
-// Why BLIS, skx (measured by bench/gemm_select on the 2-core AVX-512 Xeon):
+// Why dmlp's own (issue 29): BLIS gives the same bits on every x86-64 only
+// with one pinned kernel (skx), which a CPU without AVX-512 cannot run and
+// which is not tuned for every CPU that can; dmlp's order rule gives the same
+// bits with any kernel, so each CPU runs its fastest.
+//
+// Why BLIS was chosen before (bench/gemm_select on the 2-core AVX-512 Xeon):
 // it is the one candidate whose bits did not change with the thread count on any
 // shape; OpenBLAS 0.3.21 (SkylakeX and Haswell kernels, and its default "Prescott"
 // guess for this CPU) and oneDNN 2.6 changed bits between 1 and 2 threads, so
@@ -16,6 +22,8 @@
 // exact file, found wherever the kit was unpacked, never through a search path.
 #include "trainer/cpu/gemm_cpu.h"
 
+#include "trainer/cpu/ordered_sgemm.h"
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <sched.h>
@@ -27,6 +35,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -52,8 +61,11 @@ struct Blis {
 };
 
 struct State {
-  std::string file;  // the BLIS file loaded (real path)
   Blis blis;
+  bool blis_loaded = false;
+  CpuGemmInfo blis_info;  // what BLIS was pinned to, once loaded
+  CpuGemm choice = CpuGemm::kAuto;
+  GemmIsa isa = GemmIsa::kScalar;  // dmlp's kernel, when choice is not blis
   CpuGemmInfo info;
   bool ready = false;
 };
@@ -170,15 +182,52 @@ Status PinArch(const Blis& blis, const std::string& file, const std::string& arc
   return Status::Ok();
 }
 
-Status SetThreads(State& state, int threads) {
-  state.blis.set_num_threads(threads);
-  int64_t active = state.blis.get_num_threads();
+Status SetBlisThreads(const Blis& blis, int threads) {
+  blis.set_num_threads(threads);
+  int64_t active = blis.get_num_threads();
   if (active != threads) {
     return InitFailed("BLIS runs " + std::to_string(active) + " threads, asked for " +
                       std::to_string(threads));
   }
-  state.info.threads = threads;
   return Status::Ok();
+}
+
+Status LoadBlis(State& state) {
+  DMLP_ASSIGN_OR_RETURN(const std::string file, BlisFile());
+  Blis blis;
+  DMLP_RETURN_IF_ERROR(Load(file, blis));
+  if (blis.blas_int_type_size() != 32) {
+    return InitFailed("BLIS BLAS integers are " + std::to_string(blis.blas_int_type_size()) +
+                      " bits, dmlp passes 32-bit int");
+  }
+  const std::string arch = PinnedArch();
+  DMLP_RETURN_IF_ERROR(PinArch(blis, file, arch));
+  state.blis = blis;
+  state.blis_loaded = true;
+  state.blis_info.file = file;
+  state.blis_info.library = std::string("blis ") + blis.version() +
+                            (blis.enable_openmp() ? " openmp" : " single-threaded");
+  state.blis_info.kernel = arch;
+  state.blis_info.isa = arch;
+  return Status::Ok();
+}
+
+// The fastest of dmlp's kernels this CPU runs.
+GemmIsa FastestIsa() {
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2})
+    if (GemmIsaSupported(isa)) return isa;
+  return GemmIsa::kScalar;
+}
+
+GemmIsa IsaOf(CpuGemm choice) {
+  switch (choice) {
+    case CpuGemm::kAvx512: return GemmIsa::kAvx512;
+    case CpuGemm::kAvx2: return GemmIsa::kAvx2;
+    case CpuGemm::kScalar: return GemmIsa::kScalar;
+    case CpuGemm::kAuto:
+    case CpuGemm::kBlis: break;
+  }
+  return FastestIsa();
 }
 
 int AvailableCpus() {
@@ -196,26 +245,40 @@ void RequireShape(bool ok) {
 
 }  // namespace
 
-Status InitCpuGemm(int threads) {
+Result<CpuGemm> ParseCpuGemm(const std::string& text) {
+  std::string allowed;
+  for (size_t i = 0; i < std::size(kCpuGemmChoices); ++i) {
+    allowed += (allowed.empty() ? "" : " or ") + std::string(kCpuGemmChoices[i]);
+    if (text != kCpuGemmChoices[i]) continue;
+    const CpuGemm choice = static_cast<CpuGemm>(i);
+    if (choice != CpuGemm::kAuto && choice != CpuGemm::kBlis && !GemmIsaSupported(IsaOf(choice)))
+      return Status::Error("ENV_INVALID", "DMLP_CPU_GEMM=" + text + ": this CPU cannot run the " + text +
+                                              " kernel (" + (choice == CpuGemm::kAvx512 ? "AVX-512F" : "AVX2 and FMA") +
+                                              " missing); auto picks the fastest it can");
+    return choice;
+  }
+  return Status::Error("ENV_INVALID", "DMLP_CPU_GEMM='" + text + "' must be " + allowed);
+}
+
+std::string CpuGemmOrder(CpuGemm choice) {
+  return choice == CpuGemm::kBlis ? std::string(PinnedArch()) : std::string(kGemmOrder);
+}
+
+Status InitCpuGemm(int threads, CpuGemm choice) {
   State& state = GlobalState();
   if (threads <= 0) threads = AvailableCpus();
-  if (state.ready) return SetThreads(state, threads);
-
-  DMLP_ASSIGN_OR_RETURN(const std::string file, BlisFile());
-  Blis blis;
-  DMLP_RETURN_IF_ERROR(Load(file, blis));
-  if (blis.blas_int_type_size() != 32) {
-    return InitFailed("BLIS BLAS integers are " + std::to_string(blis.blas_int_type_size()) +
-                      " bits, dmlp passes 32-bit int");
+  if (choice == CpuGemm::kBlis) {
+    if (!state.blis_loaded) DMLP_RETURN_IF_ERROR(LoadBlis(state));
+    DMLP_RETURN_IF_ERROR(SetBlisThreads(state.blis, threads));
+    state.info = state.blis_info;
+  } else {
+    state.isa = IsaOf(choice);
+    if (!GemmIsaSupported(state.isa))
+      return InitFailed(std::string("this CPU cannot run the ") + GemmIsaName(state.isa) + " kernel");
+    state.info = CpuGemmInfo{"dmlp ordered sgemm", kGemmOrder, GemmIsaName(state.isa), threads, ""};
   }
-  const std::string arch = PinnedArch();
-  DMLP_RETURN_IF_ERROR(PinArch(blis, file, arch));
-  state.blis = blis;
-  state.info.file = file;
-  state.info.library = std::string("blis ") + blis.version() +
-                       (blis.enable_openmp() ? " openmp" : " single-threaded");
-  state.info.kernel = arch;
-  DMLP_RETURN_IF_ERROR(SetThreads(state, threads));
+  state.info.threads = threads;
+  state.choice = choice;
   state.ready = true;
   return Status::Ok();
 }
@@ -235,6 +298,11 @@ void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
   RequireShape(state.ready && m >= 0 && n >= 0 && k >= 0);
   RequireShape(lda >= std::max(1, transpose_a ? m : k) && ldb >= std::max(1, transpose_b ? k : n) &&
                ldc >= std::max(1, n));
+  if (state.choice != CpuGemm::kBlis) {
+    OrderedSgemm(state.isa, state.info.threads, transpose_a, transpose_b, m, n, k, alpha, a,
+                 static_cast<size_t>(lda), b, static_cast<size_t>(ldb), beta, c, static_cast<size_t>(ldc));
+    return;
+  }
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same
   // buffers read as column-major are the transposes, so swap the operands.
   const char trans_a = transpose_a ? 'T' : 'N';

@@ -1,15 +1,19 @@
-// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, Sgemm, BlisPathBesideExecutable
+// defines: CpuGemm, kCpuGemmChoices, ParseCpuGemm, CpuGemmOrder, CpuGemmInfo, InitCpuGemm,
+//          CpuGemmDescription, Sgemm, BlisPathBesideExecutable
 //
-// The CPU platform's only GEMM entry point. The library behind it is chosen by
-// measurement (bench/gemm_select): BLIS 0.9 (OpenMP build), loaded from its
-// exact file, with its sub-configuration (micro-kernel) pinned explicitly
-// instead of BLIS's own CPU-model guess, and its thread count set.
+// The CPU platform's only GEMM entry point, chosen by DMLP_CPU_GEMM:
+//   auto (default)        dmlp's own SGEMM (trainer/cpu/ordered_sgemm.h) with the
+//   avx512, avx2, scalar  fastest kernel this CPU runs, or the one named. All
+//                         give the same bits on every x86-64: one order rule.
+//   blis                  BLIS 0.9 (OpenMP build), loaded from its exact file with
+//                         its sub-configuration pinned by instruction set; kept
+//                         for comparison (bench/cpu_floor). Its bits follow the
+//                         sub-configuration, so it is another order.
 //
-// Determinism: the same call gives the same bits on every run, and, because
-// BLIS only parallelizes the m and n loops (never k, so every element of C is
-// accumulated in the same order with the same k blocking), the same bits for
-// every thread count; tests/unit/gemm_cpu_test.cc checks both. The kernel does
-// change bits, which is why it is pinned and recorded.
+// Determinism: the same call gives the same bits on every run and for every
+// thread count (tests/unit/gemm_cpu_test.cc, tests/unit/ordered_sgemm_test.cc).
+// What decides the bits is CpuGemmOrder, in the plan's fingerprint
+// (common/bit_settings.h); the kernel that ran is recorded apart, as no bit.
 //
 // Row-major, like the rest of dmlp: C[M x N] = alpha * op(A) * op(B) + beta * C.
 #pragma once
@@ -20,18 +24,34 @@
 
 namespace dmlp {
 
+enum class CpuGemm { kAuto, kAvx512, kAvx2, kScalar, kBlis };
+
+/// DMLP_CPU_GEMM's words, in the order of CpuGemm.
+inline constexpr const char* kCpuGemmChoices[] = {"auto", "avx512", "avx2", "scalar", "blis"};
+
+/// DMLP_CPU_GEMM's value: ENV_INVALID for an unknown word or a kernel this CPU cannot run.
+Result<CpuGemm> ParseCpuGemm(const std::string& text);
+
+/// The accumulation order a choice gives on this CPU, as the fingerprint records it:
+/// "fma-chain-k-ascending" for dmlp's kernels, BLIS's sub-configuration ("skx",
+/// "haswell", "generic") for blis.
+std::string CpuGemmOrder(CpuGemm choice);
+
 struct CpuGemmInfo {
-  std::string library;  // "blis 0.9.0 openmp"
-  std::string kernel;   // the pinned BLIS sub-configuration: "skx", "haswell" or "generic"
+  std::string library;  // "dmlp ordered sgemm" or "blis 0.9.0 openmp"
+  std::string kernel;   // the order (CpuGemmOrder): decides bits
+  std::string isa;      // the micro-kernel that runs: "avx512", "avx2", "scalar", BLIS's "skx"...
   int threads = 1;      // threads one GEMM call uses
-  std::string file;     // the BLIS file loaded, as a real path
+  std::string file;     // blis: the BLIS file loaded, as a real path; else ""
 };
 
-/// Loads and pins the library, kernel and thread count (GEMM_INIT_FAILED when it cannot).
-/// `threads` <= 0 means every CPU this process may run on. Call before starting threads
-/// (it sets BLIS_ARCH_TYPE in the environment for BLIS's initialization, then restores it).
-/// A second call may change the thread count; the kernel stays.
-Status InitCpuGemm(int threads);
+/// Selects the GEMM and its thread count (GEMM_INIT_FAILED when it cannot).
+/// `threads` <= 0 means every CPU this process may run on. Call before starting
+/// threads (blis sets BLIS_ARCH_TYPE in the environment for BLIS's
+/// initialization, then restores it). A later call may change the thread count
+/// and choose another of dmlp's kernels; once BLIS is loaded its sub-configuration stays.
+/// REQUIRES: `choice` came from ParseCpuGemm on this CPU (a kernel it runs).
+Status InitCpuGemm(int threads, CpuGemm choice = CpuGemm::kAuto);
 /// What InitCpuGemm pinned (for result.json's fingerprint). Empty before InitCpuGemm.
 const CpuGemmInfo& CpuGemmDescription();
 
@@ -39,7 +59,7 @@ const CpuGemmInfo& CpuGemmDescription();
 /// from the folder of `executable` (an absolute `relative` is returned as it is).
 std::string BlisPathBesideExecutable(const std::string& executable, const std::string& relative);
 
-/// Row-major SGEMM. REQUIRES: InitCpuGemm succeeded; m, n, k >= 0; lda/ldb/ldc are row
+/// Row-major SGEMM by the selected GEMM. REQUIRES: InitCpuGemm succeeded; m, n, k >= 0; lda/ldb/ldc are row
 /// strides of the stored matrices, each >= max(1, stored columns). Violations abort.
 void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
            const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);

@@ -23,6 +23,17 @@ def os_release(key):
     return ""
 
 
+def cpu_flags():
+    """This machine's CPU flags (/proc/cpuinfo), as GCC's __builtin_cpu_supports sees them."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
+CPU_FLAGS = cpu_flags()
+
+
 class CompleteRuns(JobTestCase):
     def test_two_and_three_ranks_pass(self):
         for processes, shards in ((2, 4), (3, 3)):
@@ -65,10 +76,11 @@ class CompleteRuns(JobTestCase):
         # The system built on: this machine's os-release (the test runs where it was built).
         self.assertTrue(build["system"].startswith(os_release("PRETTY_NAME")), build["system"])
         self.assertIn("built on: " + build["system"], version.stdout)
-        # The exact BLIS file loaded, resolved: never the alternatives symlink.
-        blis_file = document["fingerprint"]["blas"]["file"]
-        self.assertEqual(blis_file, os.path.realpath(blis_file))
-        self.assertRegex(blis_file, r"^/.*/libblis\.so\.\d+$")
+        # dmlp's own GEMM by default: its order decides bits, the kernel that ran does not.
+        gemm = document["fingerprint"]["blas"]
+        self.assertEqual((gemm["library"], gemm["kernel"], gemm["file"]),
+                         ("dmlp ordered sgemm", "fma-chain-k-ascending", ""))
+        self.assertIn(gemm["isa"], ("avx512", "avx2", "scalar"))
         for line in (out / "rank-0.jsonl").read_text().splitlines():
             record = json.loads(line)
             self.assertEqual(line, json.dumps(record, sort_keys=True))
@@ -142,6 +154,35 @@ class Determinism(JobTestCase):
                 (runs[1] / "result.json").read_text().replace(str(runs[1]), "OUT"),
                 (runs[threads] / "result.json").read_text().replace(str(runs[threads]), "OUT"))
         self.assertPass(runs[4], "--against", str(runs[1]))
+
+    def test_every_gemm_kernel_gives_identical_receipts(self):
+        # dmlp's SGEMM follows one order rule (trainer/cpu/ordered_sgemm.h) with
+        # every kernel: a whole 2-rank job is byte for byte the same with each
+        # forced, and dmlp-verify --against holds them comparable. Shapes off the
+        # kernels' tiles; WIDTH=600 puts K past two k-blocks (256), and past
+        # BLIS's, so that another order shows in the receipts (BLIS below).
+        larger = {"FEATURES": "40", "WIDTH": "600", "LAYERS": "2", "BATCH": "32", "STEPS": "2"}
+        kernels = [k for k in ("avx512", "avx2", "scalar") if k != "avx512" or "avx512f" in CPU_FLAGS]
+        kernels = [k for k in kernels if k != "avx2" or {"avx2", "fma"} <= CPU_FLAGS]
+        runs, port = {}, free_port()  # one port: result.json records it
+        for kernel in kernels:
+            out = self.scratch / kernel
+            result = launch(out, 2, DMLP_CPU_GEMM=kernel, COORDINATOR_PORT=port, **larger)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            isa = json.loads((out / "result.json").read_text())["fingerprint"]["blas"]["isa"]
+            self.assertEqual(isa, kernel)
+            runs[kernel] = out
+        for kernel in kernels[1:]:
+            self.assertSameBytes(runs[kernels[0]], runs[kernel])
+            self.assertPass(runs[kernel], "--against", str(runs[kernels[0]]))
+        # BLIS adds in another order ("zero, sum the block, add to C" past its
+        # k-block): other receipts, and not comparable by the fingerprint's kernel.
+        out = self.scratch / "blis"
+        self.assertEqual(launch(out, 2, DMLP_CPU_GEMM="blis", COORDINATOR_PORT=port, **larger).returncode, 0)
+        self.assertNotEqual((out / "state.safetensors").read_bytes(),
+                            (runs[kernels[0]] / "state.safetensors").read_bytes())
+        against = verify(out, "--against", str(runs[kernels[0]]))
+        self.assertIn('fingerprint.blas.kernel: "fma-chain-k-ascending" vs ', against.stdout)
 
     def test_ranks_agree_with_allreduce_too(self):
         out = self.scratch / "run"
@@ -247,6 +288,17 @@ class Failures(JobTestCase):
         self.assertEqual((result.returncode, result.stderr),
                          (2, "dmlp-train: error: ENV_INVALID: COLLECTIVES applies to PLATFORM=cuda "
                              "only (PLATFORM=cpu always uses gloo)\n"))
+        self.assertFalse((self.scratch / "run").exists())
+
+    def test_a_bad_or_unrunnable_gemm_choice_is_env_invalid(self):
+        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="openblas"))
+        self.assertEqual((result.returncode, result.stderr),
+                         (2, "dmlp-train: error: ENV_INVALID: DMLP_CPU_GEMM='openblas' must be "
+                             "auto or avx512 or avx2 or scalar or blis\n"))
+        if "avx512f" not in CPU_FLAGS:
+            result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="avx512"))
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("ENV_INVALID: DMLP_CPU_GEMM=avx512: this CPU cannot run", result.stderr)
         self.assertFalse((self.scratch / "run").exists())
 
     def test_unavailable_platform_is_a_clear_error_and_leaves_no_receipts(self):

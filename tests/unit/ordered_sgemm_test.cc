@@ -1,0 +1,211 @@
+// dmlp's SGEMM (trainer/cpu/ordered_sgemm.h): every kernel this CPU runs, with
+// 1 and 2 threads, gives the bits of the order rule, computed here by the most
+// literal loop there is (one std::fma chain per element, increasing k, from +0).
+// Odd shapes, sizes off every tile, K past two k-blocks and off the block,
+// every transpose pair, strided operands, denormal inputs and outputs, -0,
+// infinities, alpha/beta, and a caller that left flush-to-zero on.
+#include "trainer/cpu/ordered_sgemm.h"
+
+#include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace dmlp {
+namespace {
+
+struct Case {
+  int m, n, k;
+  bool ta, tb;
+};
+
+struct Problem {
+  Case s;
+  size_t lda, ldb, ldc;
+  std::vector<float> a, b, c;
+  float A(int i, int k) const { return s.ta ? a[k * lda + i] : a[i * lda + k]; }
+  float B(int k, int j) const { return s.tb ? b[j * ldb + k] : b[k * ldb + j]; }
+};
+
+uint32_t Next(uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return static_cast<uint32_t>(state >> 32);
+}
+
+// Values in [-1, 1); with `denormal`, one in eight is a denormal of either sign
+// scaled so that products and sums land in the denormal range too.
+Problem Make(const Case& s, int pad, uint64_t seed, bool denormal) {
+  Problem p{s, size_t((s.ta ? s.m : s.k) + pad), size_t((s.tb ? s.k : s.n) + pad), size_t(s.n + pad), {}, {}, {}};
+  p.a.resize(size_t(s.ta ? s.k : s.m) * p.lda);
+  p.b.resize(size_t(s.tb ? s.n : s.k) * p.ldb);
+  p.c.resize(size_t(s.m) * p.ldc);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto* values : {&p.a, &p.b, &p.c}) {
+    for (float& v : *values) {
+      const uint32_t r = Next(state);
+      v = static_cast<float>(static_cast<int32_t>(r >> 8) - (1 << 23)) / (1 << 23);
+      if (denormal && r % 8 == 0) v *= 1e-38f;      // a denormal (or near it)
+      if (denormal && r % 8 == 1) v *= 1e-20f;      // products below FLT_MIN
+    }
+  }
+  return p;
+}
+
+// The order rule, literally.
+std::vector<float> Rule(const Problem& p, float alpha, float beta) {
+  std::vector<float> c = p.c;
+  for (int i = 0; i < p.s.m; ++i) {
+    for (int j = 0; j < p.s.n; ++j) {
+      float sum = 0.0f;
+      for (int k = 0; k < p.s.k; ++k) sum = std::fma(p.A(i, k), p.B(k, j), sum);
+      const float scaled = alpha * sum;
+      float& out = c[i * p.ldc + j];
+      out = beta == 0.0f ? scaled : scaled + beta * out;
+    }
+  }
+  return c;
+}
+
+std::vector<float> RunKernel(GemmIsa isa, int threads, const Problem& p, float alpha, float beta) {
+  std::vector<float> c = p.c;
+  OrderedSgemm(isa, threads, p.s.ta, p.s.tb, p.s.m, p.s.n, p.s.k, alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
+               beta, c.data(), p.ldc);
+  return c;
+}
+
+// Bitwise, so -0 vs +0 and NaN payloads count; the first differing element is named.
+::testing::AssertionResult SameBits(const std::vector<float>& want, const std::vector<float>& got) {
+  if (want.size() != got.size()) return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t e = 0; e < want.size(); ++e) {
+    uint32_t x, y;
+    std::memcpy(&x, &want[e], 4);
+    std::memcpy(&y, &got[e], 4);
+    if (x != y)
+      return ::testing::AssertionFailure() << "element " << e << ": rule " << want[e] << " (0x" << std::hex << x
+                                           << "), kernel " << got[e] << " (0x" << y << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::vector<GemmIsa> Kernels() {
+  std::vector<GemmIsa> kernels;
+  for (GemmIsa isa : {GemmIsa::kScalar, GemmIsa::kAvx2, GemmIsa::kAvx512})
+    if (GemmIsaSupported(isa)) kernels.push_back(isa);
+  return kernels;
+}
+
+// Off every tile (12/6/4 rows, 32/16/8 columns, 96 x 256 tasks); K = 2 * 256 + 37
+// crosses two block boundaries and is a multiple of no unroll; the MLP's
+// transposes, including the CLASSES=10 layer.
+const Case kCases[] = {
+    {1, 1, 1, false, false},     {13, 33, 549, false, false}, {97, 257, 549, false, false},
+    {7, 10, 300, false, false},  {100, 10, 37, true, false},  {37, 70, 549, true, false},
+    {61, 45, 517, false, true},  {23, 129, 10, false, true},  {50, 31, 256, true, true},
+    {5, 300, 513, false, false},
+};
+
+TEST(OrderedSgemmTest, EveryKernelGivesTheRuleBitsWithOneAndTwoThreads) {
+  ASSERT_TRUE(GemmIsaSupported(GemmIsa::kScalar));
+  uint64_t seed = 1;
+  for (const Case& s : kCases) {
+    for (bool denormal : {false, true}) {
+      const Problem p = Make(s, s.m % 3, seed++, denormal);
+      const std::vector<float> want = Rule(p, 1.0f, 0.0f);
+      for (GemmIsa isa : Kernels()) {
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(GemmIsaName(isa)) + " threads=" + std::to_string(threads) + " m=" +
+                       std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                       " ta=" + std::to_string(s.ta) + " tb=" + std::to_string(s.tb) +
+                       " denormal=" + std::to_string(denormal));
+          EXPECT_TRUE(SameBits(want, RunKernel(isa, threads, p, 1.0f, 0.0f)));
+        }
+      }
+    }
+  }
+}
+
+TEST(OrderedSgemmTest, DenormalResultsAreKeptNotFlushed) {
+  // Every product is 2^-140 (a denormal); the sums stay below FLT_MIN.
+  Problem p = Make({9, 40, 600, false, false}, 0, 5, false);
+  std::fill(p.a.begin(), p.a.end(), std::ldexp(1.0f, -70));
+  std::fill(p.b.begin(), p.b.end(), std::ldexp(1.0f, -70));
+  const std::vector<float> want = Rule(p, 1.0f, 0.0f);
+  ASSERT_EQ(want[0], std::ldexp(600.0f, -140));
+  ASSERT_EQ(std::fpclassify(want[0]), FP_SUBNORMAL);
+  for (GemmIsa isa : Kernels()) EXPECT_TRUE(SameBits(want, RunKernel(isa, 2, p, 1.0f, 0.0f))) << GemmIsaName(isa);
+}
+
+TEST(OrderedSgemmTest, ACallerWithFlushToZeroOnGetsTheSameBitsAndKeepsItsMxcsr) {
+  const Problem p = Make({31, 50, 530, false, false}, 1, 9, true);
+  const std::vector<float> want = Rule(p, 1.0f, 0.0f);
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040);  // FTZ and DAZ on in this (calling) thread
+  std::vector<std::vector<float>> got;
+  for (GemmIsa isa : Kernels()) got.push_back(RunKernel(isa, 1, p, 1.0f, 0.0f));
+  const unsigned during = _mm_getcsr();
+  _mm_setcsr(saved);
+  EXPECT_EQ(during & 0x8040u, 0x8040u) << "the caller's MXCSR was not restored";
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(SameBits(want, got[i])) << GemmIsaName(Kernels()[i]);
+}
+
+TEST(OrderedSgemmTest, SignedZerosInfinitiesAndTheChainStartAtPlusZero) {
+  // Row 0: every product is -0, so the chain from +0 stays +0 (a chain started
+  // with a plain multiply would give -0). Row 1: +Inf times a finite value.
+  // Row 2: Inf * 0 in one element only: NaN there, nowhere else (no padding along k).
+  Problem p = Make({3, 35, 5, false, false}, 0, 3, false);
+  for (int k = 0; k < 5; ++k) {
+    p.a[0 * p.lda + k] = -0.0f;
+    p.a[1 * p.lda + k] = k == 2 ? std::numeric_limits<float>::infinity() : 1.0f;
+    p.a[2 * p.lda + k] = k == 4 ? std::numeric_limits<float>::infinity() : 0.5f;
+  }
+  for (int j = 0; j < 35; ++j) p.b[4 * p.ldb + j] = j == 7 ? 0.0f : 1.0f;
+  for (int j = 0; j < 35; ++j) p.b[2 * p.ldb + j] = std::fabs(p.b[2 * p.ldb + j]) + 1.0f;
+  const std::vector<float> want = Rule(p, 1.0f, 0.0f);
+  ASSERT_FALSE(std::signbit(want[0]));
+  ASSERT_EQ(want[0], 0.0f);
+  ASSERT_TRUE(std::isinf(want[p.ldc]));
+  ASSERT_TRUE(std::isnan(want[2 * p.ldc + 7]));
+  ASSERT_TRUE(std::isinf(want[2 * p.ldc + 6]));
+  for (GemmIsa isa : Kernels()) EXPECT_TRUE(SameBits(want, RunKernel(isa, 1, p, 1.0f, 0.0f))) << GemmIsaName(isa);
+}
+
+TEST(OrderedSgemmTest, AlphaAndBetaAreAppliedOnceAfterTheChain) {
+  const Problem p = Make({29, 41, 300, true, false}, 2, 11, false);
+  for (auto [alpha, beta] : {std::pair{0.75f, 0.0f}, std::pair{1.0f, 0.5f}, std::pair{-3.0f, 2.0f}}) {
+    const std::vector<float> want = Rule(p, alpha, beta);
+    for (GemmIsa isa : Kernels())
+      EXPECT_TRUE(SameBits(want, RunKernel(isa, 2, p, alpha, beta))) << GemmIsaName(isa) << " alpha=" << alpha;
+  }
+}
+
+TEST(OrderedSgemmTest, BetaZeroNeverReadsC) {
+  Problem p = Make({14, 33, 270, false, true}, 1, 13, false);
+  std::fill(p.c.begin(), p.c.end(), std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> want = Rule(p, 1.0f, 0.0f);
+  for (GemmIsa isa : Kernels()) {
+    const std::vector<float> got = RunKernel(isa, 2, p, 1.0f, 0.0f);
+    EXPECT_TRUE(SameBits(want, got)) << GemmIsaName(isa);
+    for (int j = 0; j < 33; ++j) EXPECT_FALSE(std::isnan(got[j])) << GemmIsaName(isa);
+  }
+  // K = 0: C = alpha * (+0), again without reading it.
+  Problem empty = Make({4, 5, 0, false, false}, 0, 14, false);
+  std::fill(empty.c.begin(), empty.c.end(), std::numeric_limits<float>::quiet_NaN());
+  for (GemmIsa isa : Kernels()) EXPECT_TRUE(SameBits(std::vector<float>(20, 0.0f), RunKernel(isa, 1, empty, 1.0f, 0.0f)));
+}
+
+TEST(OrderedSgemmTest, ThisCpuRunsTheKernelsItClaims) {
+  // The development and CI machines have AVX2 + FMA; the claim must match cpuid.
+  EXPECT_EQ(GemmIsaSupported(GemmIsa::kAvx512), static_cast<bool>(__builtin_cpu_supports("avx512f")));
+  EXPECT_EQ(GemmIsaSupported(GemmIsa::kAvx2),
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+}
+
+}  // namespace
+}  // namespace dmlp
