@@ -11,7 +11,7 @@
 #include "common/build_info.h"
 #include "common/env.h"
 #include "common/std_streams.h"
-#include "trainer/nccl_defaults.h"
+#include "trainer/cuda/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
@@ -21,7 +21,7 @@ namespace {
 
 // Exit codes: 0 success, 1 the job failed, 2 configuration or usage error,
 // 4 a rank's state diverged (RANK_DIVERGED: a launcher may react to it alone).
-// 5 a shard's partial gradient differed between two ranks (trainer/shard_audit.h).
+// 5 a shard's partial gradient differed between two ranks (trainer/checks/shard_audit.h).
 int ExitCodeFor(const dmlp::Status& status) {
   const std::string& code = status.code();
   if (code.rfind("ENV_", 0) == 0 || code == "CONFIG_INVALID") return 2;

@@ -17,7 +17,7 @@ their metrics.jsonl losses:
     the last bits. Measured (README, "Against the reference JAX job"): at
     most 2.4e-7 relative (2 float32 ulps) at any step of either plan, 1 or 2
     ranks. BOUND = 1e-5 leaves 40x headroom for another CPU's kernels and
-    still fails a real defect: Adam without XLA's FMAs (trainer/adam.h)
+    still fails a real defect: Adam without XLA's FMAs (trainer/math/adam.h)
     drifted to 5.3e-4 (beyond 1e-5 from step 26); a broken epsilon or loss
     mean fails step 1.
 

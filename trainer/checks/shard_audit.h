@@ -34,8 +34,8 @@
 
 #include "common/status.h"
 #include "trainer/backend.h"
+#include "trainer/checks/rank_devices.h"
 #include "trainer/plan.h"
-#include "trainer/rank_devices.h"
 
 namespace dmlp {
 
