@@ -10,7 +10,8 @@
 # e2e.reference.against_reference runs dmlp against.
 # Step 1 includes the image and README checks (tests/e2e/image.cmake): spec.json,
 # Dockerfile and install-deps agree, run.sh and tools/main-job.sh run the CPU
-# job, and every command of README.md runs; and the CRIU cases (tests/e2e/criu.cmake:
+# job, and every command of README.md and docs/*.md runs (their links lead
+# somewhere); and the CRIU cases (tests/e2e/criu.cmake:
 # a job frozen and restored for real, as root; tools/criu.sh fetches CRIU 4.2 once).
 # GPU tests skip themselves without a GPU; on a GPU machine run tests/gpu/run_gpu_checks.sh.
 set -euo pipefail

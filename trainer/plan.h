@@ -29,7 +29,7 @@ const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
 const char* CollectivesName(CollectivesKind collectives);
 
-/// AUDIT_EVERY when unset: the cost stays under 2 % (README "Shard audit").
+/// AUDIT_EVERY when unset: the cost stays under 2 % (docs/reliability.md "Shard audit").
 inline constexpr int64_t kDefaultAuditEvery = 200;
 
 struct Plan {
