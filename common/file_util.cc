@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "common/out_dir.h"
 
@@ -105,6 +107,21 @@ std::string DescribeDescriptorShortage(int error) {
                            : limit.rlim_cur == RLIM_INFINITY      ? "unlimited"
                                                                   : std::to_string(limit.rlim_cur);
   return "too many open files (RLIMIT_NOFILE=" + soft + ")";
+}
+
+int DescriptorHeadroomError(int count) {
+  std::vector<int> opened;
+  int error = 0;
+  for (int i = 0; i < count; ++i) {
+    const int fd = ::eventfd(0, EFD_CLOEXEC);  // needs no file system, only a number
+    if (fd < 0) {
+      error = errno;
+      break;
+    }
+    opened.push_back(fd);
+  }
+  for (int fd : opened) ::close(fd);
+  return error;
 }
 
 }  // namespace dmlp

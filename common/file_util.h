@@ -37,5 +37,9 @@ Status FsyncDirectoryOf(const std::string& path);
 bool IsDescriptorShortage(int error);
 /// "too many open files (RLIMIT_NOFILE=N)" for EMFILE, the system's table for ENFILE.
 std::string DescribeDescriptorShortage(int error);
+/// 0 when `count` more descriptors can be opened now (they are opened and
+/// closed again), else the errno that stopped it. For libraries that swallow
+/// the errno of a descriptor they could not get (Gloo's address lookup).
+int DescriptorHeadroomError(int count);
 
 }  // namespace dmlp

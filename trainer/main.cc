@@ -1,5 +1,6 @@
 // dmlp-train: one rank of the job. Configuration from the environment
 // (optionally under a YAML --config file); see docs/configuration.md for every variable.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -16,21 +17,6 @@
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
 #include "trainer/user_signals.h"
-
-namespace {
-
-// Exit codes: 0 success, 1 the job failed, 2 configuration or usage error,
-// 4 a rank's state diverged (RANK_DIVERGED: a launcher may react to it alone).
-// 5 a shard's partial gradient differed between two ranks (trainer/checks/shard_audit.h).
-int ExitCodeFor(const dmlp::Status& status) {
-  const std::string& code = status.code();
-  if (code.rfind("ENV_", 0) == 0 || code == "CONFIG_INVALID") return 2;
-  if (code == "RANK_DIVERGED") return 4;
-  if (code == "SHARD_AUDIT_FAILED") return 5;
-  return 1;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // First, before any thread exists: SIGUSR1/2 are logged, never fatal.
@@ -71,7 +57,8 @@ int main(int argc, char** argv) {
     }
     env.FillFrom(*file);
   }
-  bool reported = false;
+  // Also called from the peer monitor's thread, as a last resort (trainer/rendezvous/last_resort.h).
+  std::atomic<bool> reported{false};
   auto report = [&](const dmlp::Status& status) {
     std::fprintf(stderr, "dmlp-train: error: %s\n", status.ToString().c_str());
     std::fflush(stderr);
@@ -96,5 +83,5 @@ int main(int argc, char** argv) {
   }
   if (status.ok()) return 0;
   if (!reported) report(status);
-  return ExitCodeFor(status);
+  return dmlp::ExitCodeFor(status);
 }

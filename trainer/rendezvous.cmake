@@ -15,6 +15,7 @@ endif()
 message(STATUS "dmlp: Gloo ${DMLP_GLOO_LIBRARY}")
 
 add_library(dmlp_rendezvous STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/rendezvous/last_resort.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/peer_monitor.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/peer_wait.cc
   ${CMAKE_CURRENT_LIST_DIR}/rendezvous/plan_difference.cc

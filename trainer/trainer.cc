@@ -23,6 +23,7 @@
 #include "trainer/output/digest_pipeline.h"
 #include "trainer/output/progress.h"
 #include "trainer/output/run_output.h"
+#include "trainer/rendezvous/last_resort.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/start.h"
 #include "trainer/test_faults.h"
@@ -176,6 +177,17 @@ Status BlamePeerLoss(Status status, const PeerLoss& loss, std::chrono::milliseco
   return status;
 }
 
+/// What ends this rank when its monitor finds it still stuck a heartbeat
+/// after a loss (last_resort.h): this rank's own report and exit code, the
+/// lost rank's host named once `devices` holds every rank's.
+LastResort ReportLossAndExit(const FailureReporter& report_failure, std::vector<RankDevice> devices) {
+  return [report_failure, devices = std::move(devices)](const Status& loss) {
+    const Status named = NameLostPeerHost(loss, devices);
+    report_failure(named);
+    return ExitCodeFor(named);
+  };
+}
+
 /// Rank 0: every rank's RunOutput::confirmed_replays(), indexed by rank.
 Result<std::vector<int64_t>> GatherConfirmedReplays(const Plan& plan, Rendezvous& rendezvous) {
   std::vector<int64_t> counts;
@@ -195,7 +207,8 @@ Result<std::vector<int64_t>> GatherConfirmedReplays(const Plan& plan, Rendezvous
 Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
                  StartingPoint start, int64_t kill_step,
                  std::chrono::steady_clock::time_point started,
-                 std::unique_ptr<Backend>& backend_owner, std::vector<RankDevice>& devices) {
+                 std::unique_ptr<Backend>& backend_owner, std::vector<RankDevice>& devices,
+                 const FailureReporter& report_failure) {
   RunOutput& output = *start.output;
   DMLP_ASSIGN_OR_RETURN(backend_owner, plan.platform == Platform::kCpu
                                            ? CreateCpuBackend(plan, layout, rendezvous)
@@ -219,6 +232,7 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   // Every rank's host and device, for the failures that name them (rank_devices.h).
   if (plan.num_processes > 1) {
     DMLP_ASSIGN_OR_RETURN(devices, GatherRankDevices(rendezvous, *backend));
+    SetLastResort(ReportLossAndExit(report_failure, devices));
   }
   // The digest pipeline's sink waits on every rank's step (divergence check,
   // checkpoint agreement) beside the step loop, whose shard audit waits on the
@@ -265,6 +279,14 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
 
 }  // namespace
 
+int ExitCodeFor(const Status& status) {
+  const std::string& code = status.code();
+  if (code.rfind("ENV_", 0) == 0 || code == "CONFIG_INVALID") return 2;
+  if (code == "RANK_DIVERGED") return 4;
+  if (code == "SHARD_AUDIT_FAILED") return 5;
+  return 1;
+}
+
 Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   const auto started = std::chrono::steady_clock::now();
   // Before anything is allocated or created in OUT_DIR: even the layout of an
@@ -289,12 +311,13 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   // From here every wait on a peer, collectives included, ends once a peer is
   // silent for the heartbeat while this rank runs (peer_monitor.h).
   Status status = plan.num_processes > 1 ? rendezvous->StartPeerMonitor() : Status::Ok();
+  SetLastResort(ReportLossAndExit(report_failure, {}));
   std::unique_ptr<Backend> backend;  // kept until the failure is reported (RunJoined)
   std::vector<RankDevice> devices;   // every rank's host, once gathered: a lost peer names its host
   if (status.ok()) {
     Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
     status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started, backend,
-                                    devices)
+                                    devices, report_failure)
                         : start.status();
   }
   if (status.ok()) backend.reset();  // as before: gone before the rendezvous closes

@@ -1,4 +1,4 @@
-// defines: RunTrainer
+// defines: RunTrainer, FailureReporter, ExitCodeFor
 //
 // One rank of the job, shared by both platforms: open the outputs, join the
 // rendezvous, build the platform backend, initialize (or resume) the state,
@@ -21,5 +21,12 @@ using FailureReporter = std::function<void(const Status&)>;
 /// rendezvous are given to `report_failure` before peers are released; all
 /// errors are also returned.
 Status RunTrainer(const Plan& plan, const FailureReporter& report_failure);
+
+/// dmlp-train's exit code for the error that ended it: 2 configuration or
+/// usage (ENV_*, CONFIG_INVALID), 4 RANK_DIVERGED (a launcher may react to it
+/// alone), 5 SHARD_AUDIT_FAILED (trainer/checks/shard_audit.h), 1 any other failure
+/// (PEER_LOST included). Also the code of a rank its monitor ends a heartbeat
+/// after a loss (trainer/rendezvous/last_resort.h).
+int ExitCodeFor(const Status& status);
 
 }  // namespace dmlp

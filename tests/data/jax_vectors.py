@@ -32,8 +32,9 @@ import jax  # noqa: E402
 import jax.extend.random as jax_random_ext  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from flax import linen as nn  # noqa: E402
 from jax import lax  # noqa: E402
+
+import reference_draws  # noqa: E402  (beside this file: train.py's keys, samples and init)
 
 HERE = Path(__file__).resolve().parent
 TABLE_SIZE = 1 << 23
@@ -46,39 +47,6 @@ def hexf(values):
 
 def key_words(key):
     return [int(w) for w in np.asarray(jax.random.key_data(key))]
-
-
-class MLP(nn.Module):
-    """train.py's MLP (same module tree, so the same flax scope names and rngs)."""
-    features: int
-    width: int
-    layers: int
-    classes: int
-
-    @nn.compact
-    def __call__(self, inputs):
-        for _ in range(self.layers):
-            inputs = nn.relu(nn.Dense(self.width)(inputs))
-        return nn.Dense(self.classes)(inputs)
-
-
-def make_samples(seed, features, classes, step, microbatch, indices):
-    """train.py's local_batch for the given global indices (its sample(), vmapped, jitted)."""
-    _, data_key = jax.random.split(jax.random.key(seed))
-
-    @jax.jit
-    def local_batch(step, microbatch, indices):
-        key = jax.random.fold_in(jax.random.fold_in(data_key, step), microbatch)
-
-        def sample(index):
-            image_key, label_key = jax.random.split(jax.random.fold_in(key, index))
-            return (jax.random.normal(image_key, (features,)),
-                    jax.random.randint(label_key, (), 0, classes))
-
-        return jax.vmap(sample)(indices)
-
-    inputs, labels = local_batch(step, microbatch, jnp.asarray(indices, jnp.int32))
-    return np.asarray(inputs), np.asarray(labels)
 
 
 def check_claims(lines):
@@ -125,7 +93,8 @@ def write_samples(lines):
     ]
     for seed, features, classes, step, microbatch, indices in configs:
         indices = list(indices)
-        inputs, labels = make_samples(seed, features, classes, step, microbatch, indices)
+        inputs, labels = reference_draws.samples(seed, features, classes, step, microbatch,
+                                                 indices)
         for row, index in enumerate(indices):
             lines.append("\t".join(map(str, ["sample", seed, features, classes, step, microbatch,
                                               index, int(labels[row]), hexf(inputs[row])])))
@@ -138,9 +107,7 @@ def write_init(lines):
         lines.append("\t".join(map(str, ["stddev", fan_in, hexf(stddev)])))
     for seed, features, width, layers, classes in ((5, 32, 64, 2, 5), (2**31, 13, 6, 3, 10),
                                                    (2**32 - 1, 5, 8, 1, 3)):
-        init_key, _ = jax.random.split(jax.random.key(seed))
-        model = MLP(features, width, layers, classes)
-        params = model.init(init_key, jnp.zeros((1, features)))["params"]
+        params = reference_draws.init_params(seed, features, width, layers, classes)
         for name in sorted(params):
             for leaf in ("bias", "kernel"):
                 lines.append("\t".join(map(str, ["init", seed, features, width, layers, classes,
@@ -209,8 +176,10 @@ def main():
     versions = {"jax": jax.__version__, "flax": flax.__version__}
     if versions != EXPECTED:
         sys.exit(f"jax_vectors.py: need {EXPECTED}, have {versions}")
-    if not jax.config.jax_threefry_partitionable or jax.config.jax_enable_x64:
-        sys.exit("jax_vectors.py: needs jax_threefry_partitionable on and jax_enable_x64 off")
+    try:
+        reference_draws.check_config()
+    except RuntimeError as error:
+        sys.exit(f"jax_vectors.py: {error}")
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [f"# Known answers from jax {jax.__version__} / flax {flax.__version__} on "

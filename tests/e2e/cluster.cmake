@@ -2,7 +2,8 @@
 # network namespaces node1..node3 on a private bridge (cluster.py), under
 # dmlp-launch, Slurm (three slurmd), Open MPI (mpirun with an rsh agent), and
 # a host lost mid-run four ways. Needs root, iproute2, util-linux and nftables
-# (tools/install-deps.sh); exits 77 (SKIP) without them, which CI must never see.
+# (tools/install-deps.sh); exits 77 (SKIP) without them, and fails instead in
+# CI (CI set), which must never skip them.
 # torchrun across the hosts runs in tools/engines-check.sh only (torch is large).
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 set(dmlp_cluster_script ${CMAKE_CURRENT_LIST_DIR}/cluster/cluster_e2e.py)

@@ -6,6 +6,7 @@
 #   e2e.criu.c_refused_restore  --leave-running, kill -9: CRIU refuses, RESUME=1 completes
 #   e2e.criu.d_two_evictions    dumped and restored twice in one run
 #   e2e.criu.e_run_sh           the job as run.sh starts it
+#   e2e.criu.a_in_pid_namespace case a from a new pid namespace (a container, a CI runner)
 # Exit 77 (SKIP) only when `criu check` fails, with CRIU's words; as root on
 # Debian 12 (CI) they run. One at a time (RESOURCE_LOCK): a restore needs the
 # dumped pids free and each case freezes a job for seconds.
@@ -23,3 +24,14 @@ foreach(pair a:a_in_place b:b_another_machine c:c_refused_restore d:d_two_evicti
     RESOURCE_LOCK dmlp_criu
     TIMEOUT 300)
 endforeach()
+# Case a again from a new pid namespace, where the session leader of whoever
+# started the test is outside it (a container, a CI runner): CRIU refuses a
+# tree whose session leader it cannot see, so the job must have its own session.
+add_test(NAME e2e.criu.a_in_pid_namespace
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/criu/criu_e2e.py a --in-pid-namespace
+         WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/criu)
+set_tests_properties(e2e.criu.a_in_pid_namespace PROPERTIES
+  ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+  SKIP_RETURN_CODE 77
+  RESOURCE_LOCK dmlp_criu
+  TIMEOUT 300)

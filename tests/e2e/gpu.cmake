@@ -1,6 +1,13 @@
 # The GPU kit's own pieces (tests/gpu/): cuda_freeze, the program the freeze
-# row runs (built with CUDA's headers; libcuda is opened at run time), and the
-# CPU-side tests of the kit's rows.
+# row runs (built with CUDA's headers; libcuda is opened at run time),
+# dmlp_draws, dmlp's samples and initial parameters for the fidelity row (its
+# cuda platform only in a CUDA build), and the CPU-side tests of the kit's rows.
+add_executable(dmlp_draws ${PROJECT_SOURCE_DIR}/tests/gpu/dmlp_draws/main.cc)
+target_link_libraries(dmlp_draws PRIVATE dmlp_backend_cuda dmlp_trainer_math dmlp_common
+                      CLI11::CLI11)
+if(DMLP_HAVE_CUDA)
+  target_compile_definitions(dmlp_draws PRIVATE DMLP_DRAWS_CUDA=1)
+endif()
 if(DMLP_HAVE_CUDA)
   add_library(dmlp_cuda_freeze STATIC ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_freeze/cuda_freeze.cc)
   target_include_directories(dmlp_cuda_freeze PUBLIC ${PROJECT_SOURCE_DIR})
@@ -19,3 +26,17 @@ if(DMLP_BUILD_BENCH)
                    ${PROJECT_SOURCE_DIR}/tests/gpu/digest_row.sh $<TARGET_FILE:digest_bench>)
   set_tests_properties(e2e.gpu.DigestRow PROPERTIES TIMEOUT 300)
 endif()
+
+# The "fidelity jax" row (tests/gpu/fidelity_row.sh), its CPU half: the real
+# dmlp_draws (cpu) against the real jax of the reference's venv at the spec's
+# sizes, and stand-ins for a broken dmlp and a machine without a GPU. Needs
+# the reference's python (tools/test-all.sh passes DMLP_REFERENCE_PYTHON):
+# SKIP without it, a failure in CI.
+add_test(NAME e2e.gpu.FidelityRow
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu/fidelity_row_test.sh
+                 ${PROJECT_SOURCE_DIR}/tests/gpu/fidelity_row.sh $<TARGET_FILE:dmlp_draws>)
+set_tests_properties(e2e.gpu.FidelityRow PROPERTIES
+  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
+  SKIP_RETURN_CODE 77
+  TIMEOUT 600
+  LABELS "e2e;reference")

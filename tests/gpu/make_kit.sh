@@ -9,14 +9,15 @@
 #   DIR is replaced. Layout (mirrors the repository, so the check script finds
 #   its neighbours the same way in both):
 #     bin/   dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench cuda_freeze
-#            (Release, sm_89 + sm_90, stripped; RPATH $ORIGIN/../lib)
+#            dmlp_draws (Release, sm_89 + sm_90, stripped; RPATH $ORIGIN/../lib)
 #     lib/   the shared libraries they load that are neither glibc, libstdc++
 #            nor cuBLAS/NCCL (Gloo and its dependencies, yaml-cpp, libcrypto,
 #            libgomp, cudart, ...: what ldd lists) and BLIS, which the CPU GEMM
 #            loads from ../lib beside the program (DMLP_BLIS_BESIDE_EXECUTABLE)
 #     lib/DEVICE_LIBS   the sonames the device must supply (cuBLAS, NCCL)
 #     reference/        the reference JAX job (../shared/reference)
-#     tests/gpu/, bench/reference/   the check script and what it starts
+#     tests/gpu/, tests/data/reference_draws.py, bench/reference/
+#                       the check script and what it starts
 #     criu/             CRIU 4.2 with its own loader and libraries (tools/criu.sh
 #                       --bundle) and dmlp's flags (dmlp-dump-flags,
 #                       dmlp-restore-flags), for the freeze row; absent (the
@@ -46,7 +47,7 @@ reference_dir="${REFERENCE_DIR:-$repo/../shared/reference}"
 max_mib="${KIT_MAX_MIB:-48}"
 criu_helper="${DMLP_CRIU_HELPER:-$repo/tools/criu.sh}"
 nvcc_path="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-programs=(dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench cuda_freeze)
+programs=(dmlp-launch dmlp-train dmlp-verify cuda_test gpu_bench cuda_freeze dmlp_draws)
 # What the device supplies: found there by the runner, never carried.
 device_lib_pattern='^(libcublas|libcublasLt|libnccl)\.so'
 # What every Linux has (glibc) or has newer (libstdc++, libgcc_s): never carried.
@@ -74,7 +75,7 @@ cmake --build "$build" -j"${KIT_JOBS:-2}" --target "${programs[@]}" >&2
 
 # ---- assemble -----------------------------------------------------------------
 rm -rf "$kit"
-mkdir -p "$kit/bin" "$kit/lib" "$kit/reference" "$kit/tests/gpu" "$kit/bench/reference"
+mkdir -p "$kit/bin" "$kit/lib" "$kit/reference" "$kit/tests/gpu" "$kit/tests/data" "$kit/bench/reference"
 for program in "${programs[@]}"; do
   install -m 755 "$build/bin/$program" "$kit/bin/$program"
   strip --strip-unneeded "$kit/bin/$program"
@@ -107,8 +108,11 @@ chmod 644 "$kit/lib/"*
 
 cp "$reference_dir"/* "$kit/reference/"
 install -m 755 "$script_dir/run_gpu_checks.sh" "$script_dir/python_jax_cuda.sh" \
-  "$script_dir/digest_row.sh" "$script_dir/freeze_row.sh" "$kit/tests/gpu/"
+  "$script_dir/digest_row.sh" "$script_dir/freeze_row.sh" "$script_dir/fidelity_row.sh" \
+  "$kit/tests/gpu/"
 install -m 644 "$script_dir/compare_losses.py" "$script_dir/fidelity_jax.py" "$kit/tests/gpu/"
+# fidelity_jax.py imports it from ../data, as in the repository.
+install -m 644 "$repo/tests/data/reference_draws.py" "$kit/tests/data/"
 
 # CRIU for the freeze row: the project's helper (issue 25) bundles criu with its
 # own loader and libraries, and names dmlp's flags in one place.

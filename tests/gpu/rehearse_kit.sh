@@ -16,6 +16,10 @@
 #      run_gpu_checks.sh --kit finds the libraries, then fails with "no GPU"
 #      and dmlp-train's own error, never a loader error; the rows that need a
 #      GPU (digest threads, freeze cuda, fidelity jax) SKIP with a reason;
+#   3b. dmlp_draws (the fidelity row's dmlp half) refuses --platform cuda in
+#      its own words (CUDA_UNAVAILABLE, exit 3) and writes --platform cpu; the
+#      kit's fidelity_jax.py, run here with the reference's venv (the root has
+#      no Python), finds those draws bit-identical to jax on the CPU;
 #   4. the freeze row's CPU half (tests/gpu/freeze_row.sh, PLATFORM=cpu, 2
 #      ranks): the kit's own CRIU (criu/) dumps the job from the launcher down,
 #      keeps it down past its heartbeat, restores it, and the job finishes
@@ -172,6 +176,37 @@ check "runner, no GPU" \
      grep -q '^freeze cuda  *SKIP  *rc=3: cuda_freeze: error: FREEZE_UNSUPPORTED' <<<"$table" &&
      grep -q '^fidelity jax  *SKIP' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
   "rc=$rc; $(grep -E '^(gpu|cuda job|digest threads|freeze cuda|fidelity jax) ' <<<"$table" | tr -s ' ' | tr '\n' ';' | cut -c1-600)${errors:+; loader: $errors}"
+
+# ---- 3b. the fidelity row's dmlp half, and its CPU half --------------------------
+# In the root: dmlp_draws --platform cuda refuses in its own words (exit 3,
+# CUDA_UNAVAILABLE: the row's SKIP, never a loader error), --platform cpu
+# writes dmlp's draws at the spec's sizes. The root has no python3: the kit's
+# own fidelity_jax.py (which imports ../data/reference_draws.py, as the kit
+# lays it out) then runs here, with the reference's venv (tools/reference-venv.sh),
+# and must find those draws bit-identical to jax on the CPU.
+rc=0
+in_root env LD_LIBRARY_PATH="/$device_site" timeout -k 5 60 /kit/bin/dmlp_draws --platform cuda /out/draws-cuda \
+  >"$root/out-draws-cuda.console" 2>&1 || rc=$?
+check "dmlp_draws cuda, no GPU" \
+  "$([ "$rc" -eq 3 ] && grep -q 'dmlp_draws: error: CUDA_UNAVAILABLE' "$root/out-draws-cuda.console" && echo 0 || echo 1)" \
+  "rc=$rc: $(tail -n 1 "$root/out-draws-cuda.console")"
+rc=0
+in_root env LD_LIBRARY_PATH="/$device_site" timeout -k 5 120 /kit/bin/dmlp_draws --platform cpu /out/draws-cpu \
+  >"$root/out-draws-cpu.console" 2>&1 || rc=$?
+reference_python="$("$(cd "$(dirname "$0")/../.." && pwd)/tools/reference-venv.sh" --path 2>/dev/null || true)"
+if [ "$rc" -ne 0 ]; then
+  check "fidelity, cpu half" 1 "dmlp_draws --platform cpu rc=$rc: $(tail -n 1 "$root/out-draws-cpu.console")"
+elif [ -z "$reference_python" ]; then
+  check "fidelity, cpu half" 1 "no reference python here for jax (run tools/reference-venv.sh once)"
+else
+  rc=0
+  timeout -k 5 300 "$reference_python" "$root/kit/tests/gpu/fidelity_jax.py" --device cpu \
+    --dmlp-draws "$root/out/draws-cpu" --dmlp-platform cpu >"$root/out-fidelity.console" 2>&1 || rc=$?
+  check "fidelity, cpu half" \
+    "$([ "$rc" -eq 0 ] && grep -q 'vs jax cpu: bit-identical' "$root/out-fidelity.console" && echo 0 || echo 1)" \
+    "rc=$rc: $(sed 's/^fidelity //' "$root/out-fidelity.console" | tail -n 4 | tr '\n' ';' | cut -c1-400)"
+fi
+rm -rf "$root/out/draws-cpu"
 
 # ---- 4. the freeze row, CPU half ----------------------------------------------
 # The root has no python3 (the port comes from here) and no ps (the row reads /proc).

@@ -19,8 +19,10 @@
 #      once on the host's cores, the GPU step with/without it (digest_row.sh,
 #      gpu_bench --digest-sweep; goal: <= 1.05x);
 #   6. the reference's samples and initial parameters from this machine's jax
-#      on XLA:GPU against XLA:CPU, an ulp histogram (fidelity_jax.py), and the
-#      reference JAX job on the same GPU at both precisions;
+#      on XLA:GPU against XLA:CPU, and dmlp's own on this GPU (dmlp_draws)
+#      against both: ulp histograms, dmlp must be jax's CPU bits
+#      (fidelity_row.sh); and the reference JAX job on the same GPU at both
+#      precisions;
 #   7. freeze and restore (freeze_row.sh): a 1-rank job and a 2-rank
 #      COLLECTIVES=gloo job, each CUDA-checkpointed (cuda_freeze), dumped whole
 #      by CRIU (the kit's criu/), down past its heartbeat, restored: PASS,
@@ -270,7 +272,7 @@ if [ -z "$gpu_name" ]; then
   else
     record "freeze cuda" SKIP "no cuda_freeze in $bin"
   fi
-  record "fidelity jax" SKIP "no GPU (XLA:GPU against XLA:CPU needs one)"
+  record "fidelity jax" SKIP "no GPU (XLA:GPU and dmlp_draws --platform cuda need one; the CPU half: fidelity_row.sh ... cpu)"
   finish
 fi
 
@@ -399,14 +401,11 @@ fi
 digest_row="$("$script_dir/digest_row.sh" "$bin" "$work/digest_sweep.out" "$job_timeout")"
 record "digest threads" "${digest_row%% *}" "${digest_row#* }"
 
-# ---- 6. the reference's samples and init on XLA:GPU vs XLA:CPU (issue 26) --------
-if timeout -k 5 "$job_timeout" "${DMLP_GPU_PYTHON:-python3}" "$script_dir/fidelity_jax.py" \
-     >"$work/fidelity.out" 2>"$work/fidelity.err"; then
-  record "fidelity jax" INFO "$(sed 's/^fidelity //' "$work/fidelity.out" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
-else
-  rc=$?
-  record "fidelity jax" "$([ "$rc" -eq 3 ] && echo SKIP || echo FAIL)" "rc=$rc: $(tail -n 2 "$work/fidelity.err" | tr '\n' ' ')"
-fi
+# ---- 6. the reference's samples and init: XLA:GPU, XLA:CPU and dmlp's (issue 26) --------
+# dmlp's draws on this GPU (dmlp_draws --platform cuda) must be jax's CPU bits;
+# jax's own GPU bits against its CPU's are reported (fidelity_row.sh).
+fidelity_row="$("$script_dir/fidelity_row.sh" "$bin" "$work" "$job_timeout" gpu)"
+record "fidelity jax" "${fidelity_row%% *}" "${fidelity_row#* }"
 
 if [ "${GPU_CHECK_SKIP_REFERENCE:-0}" = 1 ]; then
   record reference SKIP "GPU_CHECK_SKIP_REFERENCE=1"

@@ -2,14 +2,24 @@
 // our coordinator (GlooStore).
 #include "trainer/cpu/collectives_gloo.h"
 
-#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/unit/rendezvous_test_util.h"
 
@@ -220,6 +230,54 @@ TEST(GlooCollectivesTest, RankThatNeverConnectsIsPeerLostOnEveryRankBeforeGloo) 
       EXPECT_EQ(results[rank].ToString(), "PEER_LOST: rank 2: left the rendezvous") << "rank " << rank;
     }
   }
+}
+
+// Was COLLECTIVE_ERROR "Unable to find address for: 127.0.0.1": Gloo's address
+// lookup swallows EMFILE (seen in CI, e2e.trainer.hostile.DescriptorLimit). In
+// a forked child, because the descriptor limit is the whole process's: every
+// rank joins, then the limit leaves no number free, then every rank connects.
+TEST(GlooCollectivesTest, OutOfDescriptorsWhileConnectingIsNamed) {
+  const int port = FreePort();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(60);
+    std::array<std::unique_ptr<Rendezvous>, kRanks> joined;
+    std::array<Status, kRanks> results;
+    RunRanks(kRanks, [&](int rank) {
+      auto join = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks, 10));
+      if (join.ok()) joined[rank] = std::move(*join);
+      results[rank] = join.status();
+    });
+    for (const Status& status : results) {
+      if (!status.ok()) _exit(3);
+    }
+    // Fill every hole below the highest open descriptor, then allow no more.
+    int highest = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      highest = std::max(highest, std::stoi(entry.path().filename().string()));
+    }
+    for (int fd = open("/dev/null", O_RDONLY | O_CLOEXEC); fd >= 0 && fd <= highest;
+         fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) {
+    }
+    const rlim_t limit = static_cast<rlim_t>(highest + 1);
+    struct rlimit none = {limit, limit};
+    if (setrlimit(RLIMIT_NOFILE, &none) != 0) _exit(4);
+    RunRanks(kRanks, [&](int rank) { results[rank] = GlooCollectives::Connect(*joined[rank]).status(); });
+    const std::string expected = "too many open files (RLIMIT_NOFILE=" + std::to_string(limit) + ")";
+    bool named = true;
+    for (const Status& status : results) {
+      if (status.code() != "RESOURCE_EXHAUSTED" || status.detail().find(expected) == std::string::npos) {
+        fprintf(stderr, "got %s\n", status.ToString().c_str());
+        named = false;
+      }
+    }
+    _exit(named ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

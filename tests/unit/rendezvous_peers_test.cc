@@ -2,7 +2,8 @@
 // per-type frame bounds, ranks of another job (JOB_MISMATCH, dropped, the job
 // unaffected and its plan not told), a flood of idle and oversized
 // connections (bounded memory), the freeze-discounted silence count, and a
-// stopped rank declared lost by the liveness monitor.
+// stopped rank declared lost by the liveness monitor, and a rank stuck past a
+// heartbeat after the loss ended by its monitor's last resort.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,12 +14,14 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tests/unit/rendezvous_test_util.h"
+#include "trainer/rendezvous/last_resort.h"
 #include "trainer/rendezvous/peer_monitor.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
@@ -333,6 +336,38 @@ TEST(PeerMonitorTest, WholeJobStoppedLongerThanTheHeartbeatGoesOn) {
   ASSERT_EQ(waitpid(job, &wstatus, 0), job);
   ASSERT_TRUE(WIFEXITED(wstatus));
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "13: a peer was declared lost after the freeze";
+}
+
+
+// A rank stuck where the loss's hooks cannot reach it (here a plain sleep; in
+// the field a Gloo wait after SIGCONT, tests/e2e/cluster fault_freeze) is
+// ended by its monitor a heartbeat after the loss, through the process's last
+// resort (last_resort.h): the trainer's own report of the first loss declared
+// and its exit code for it, here a stand-in that says "reported" and gives 7.
+// Before, the monitor printed a message of its own and called _exit(1).
+TEST(PeerMonitorDeathTest, RankStuckAHeartbeatAfterTheLossEndsThroughTheLastResort) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const int port = FreePort();
+  auto stuck_rank1 = [port] {
+    SetLastResort([](const Status& loss) {
+      std::fprintf(stderr, "reported: %s\n", loss.ToString().c_str());
+      return 7;
+    });
+    std::thread rank0([port] {
+      auto joined = Rendezvous::Join(JobOptions(port, 0, 2, "job-A", "BATCH=16\nSEED=1", 1));
+      if (!joined.ok() || !(*joined)->Get("monitoring").ok()) _exit(10);
+      (*joined)->Abandon();  // rank 0 goes: its coordinator closes every connection
+    });
+    auto joined = Rendezvous::Join(JobOptions(port, 1, 2, "job-A", "BATCH=16\nSEED=1", 1));
+    if (!joined.ok() || !(*joined)->StartPeerMonitor().ok() || !(*joined)->Set("monitoring", "").ok())
+      _exit(11);
+    rank0.join();
+    std::this_thread::sleep_for(60s);  // stuck: nothing the hooks can end
+    _exit(12);
+  };
+  EXPECT_EXIT(stuck_rank1(), ::testing::ExitedWithCode(7),
+              "dmlp-train: rank 1 still waited 1s after the loss: ending it\n"
+              "reported: PEER_LOST: rank 0: the coordinator closed the connection \\(seen by rank 1\\)");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "common/file_util.h"
 #include "trainer/cpu/gloo_store.h"
 
 namespace dmlp {
@@ -147,6 +148,15 @@ Result<std::unique_ptr<GlooCollectives>> GlooCollectives::Connect(Rendezvous& re
     return collectives;
   } catch (const std::exception& e) {
     if (!store.error().ok()) return store.error();
+    // Gloo names no errno when it runs out of descriptors: its address lookup
+    // says "Unable to find address for: 127.0.0.1". If what its mesh needs
+    // (a socket per peer, its listener, its epoll) cannot be opened now, that
+    // was the cause, and it is the user's limit to raise.
+    if (const int error = DescriptorHeadroomError(world_size + 2); IsDescriptorShortage(error)) {
+      return Status::Error("RESOURCE_EXHAUSTED", "connect: " + DescribeDescriptorShortage(error) +
+                                                     "; Gloo says: " + e.what() + " (rank " +
+                                                     std::to_string(rank) + ")");
+    }
     return fail(e.what());
   }
 }

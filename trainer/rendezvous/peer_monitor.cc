@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "common/thread_start.h"
+#include "trainer/rendezvous/last_resort.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
 
 namespace dmlp {
@@ -91,15 +91,13 @@ void PeerMonitor::Run() {
   if (stopping_ || status.ok()) return;  // the job ended; its connections close on purpose
   loss_->Declare(status);
   // The hooks end this rank's waits, and the rank reports the loss and stops
-  // this monitor. A wait inside a library can outlive them: Gloo, on a rank
-  // frozen while its peers' connections closed, waited on for ever once
-  // continued (tests/e2e/cluster, fault_freeze). A lost job must never hang
-  // (it may hold OUT_DIR's lock): past one more heartbeat, say why and end.
+  // this monitor. A wait inside a library can outlive them: past one more
+  // heartbeat the rank is ended as its own error path would end it
+  // (last_resort.h), with the first loss declared (the cause), not this
+  // monitor's view of it.
   if (stop_cv_.wait_for(lock, heartbeat_, [this] { return stopping_; })) return;
-  std::fprintf(stderr, "dmlp-train: error: %s (rank %d still waited %llds after the loss: exiting)\n",
-               status.ToString().c_str(), rank_, static_cast<long long>(heartbeat_.count() / 1000));
-  std::fflush(stderr);
-  _exit(1);
+  lock.unlock();
+  EndRankAfterLoss(loss_->failure(), rank_, heartbeat_);
 }
 
 Status PeerMonitor::PingOnce() {

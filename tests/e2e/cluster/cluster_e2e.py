@@ -9,7 +9,9 @@ Usage: cluster_e2e.py CASE [unittest args], CASE one of:
   slurm       three slurmd, one per host: `srun -N3 --ntasks-per-node=2`, and the
               sbatch script of docs/several-hosts.md (with the changes SBATCH_CHANGES states)
   openmpi     docs/several-hosts.md's mpirun line across the hosts, through rsh_agent.sh
-  torchrun    torchrun --nnodes 3 with a c10d rendezvous (tools/engines-check.sh only)
+  torchrun    torchrun --nnodes 3 with a c10d rendezvous, the coordinator from
+              COORDINATOR_ADDRESS and from torchrun's MASTER_ADDR
+              (tools/engines-check.sh only)
   fault_link, fault_partition, fault_freeze, fault_coordinator
               a host cut off mid-run (checkpoints on): the job ends everywhere,
               naming the lost host, no process is left on any host, the run
@@ -23,7 +25,9 @@ mid-run. Every process a case starts runs on a host and is ended by pid at
 the end (cluster.py), whatever happened. The bounds below are deadlines that
 catch a job that never notices a lost host, not speed checks; the times are
 printed (`DETECT ...`) for tools/cluster-faults-bench.sh to collect.
-Exits 77 when something needed is not installed (ctest's SKIP; CI installs all)."""
+Exits 77 when something needed is not installed (ctest's SKIP), except in CI
+(CI set), which installs all and runs as root: there a missing piece fails the
+case. torchrun is not a ctest case (tools/engines-check.sh runs it)."""
 
 import json
 import os
@@ -365,23 +369,45 @@ class OpenMpi(ClusterTest):
 
 
 class Torchrun(ClusterTest):
-    """torchrun --nnodes 3, one agent per host, c10d rendezvous on node1 (not in CI)."""
+    """torchrun --nnodes 3, one agent per host, a c10d rendezvous (not in CI)."""
+
+    def start_agents(self, out, rdzv_host, **extra):
+        env = job_env(out, COORDINATOR_PORT=PORT, DMLP_JOB_ID="cluster-" + secrets.token_hex(8),
+                      **extra)
+        return {host: self.start_on(host, [torchrun_path(), "--no-python", "--nnodes", "3",
+                                           "--nproc-per-node", RANKS_PER_HOST, "--max-restarts", "0",
+                                           "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                                           f"{rdzv_host}:29400", "--rdzv-id", "dmlp-cluster", TRAIN],
+                                    env, f"torchrun-{host}")
+                for host in self.cluster.hosts}
+
+    def rank_hosts(self, out):
+        return [json.loads((out / f"rank-{r}.env.jsonl").read_text().splitlines()[-1])["host"]
+                for r in range(RANKS_PER_HOST * 3)]
 
     def test_three_agents(self):
+        """The rendezvous on node1 and COORDINATOR_ADDRESS=node1, as docs/several-hosts.md's
+        torchrun line. (c10d numbers the agents in the order of their host names,
+        dynamic_rendezvous.py: node1 gets ranks 0 and 1 here.)"""
         out = self.scratch / "run"
-        env = job_env(out, COORDINATOR_ADDRESS="node1", COORDINATOR_PORT=PORT,
-                      DMLP_JOB_ID="cluster-" + secrets.token_hex(8))
-        agents = {host: self.start_on(host, [torchrun_path(), "--no-python", "--nnodes", "3",
-                                             "--nproc-per-node", RANKS_PER_HOST, "--max-restarts", "0",
-                                             "--rdzv-backend", "c10d", "--rdzv-endpoint", "node1:29400",
-                                             "--rdzv-id", "dmlp-cluster", TRAIN], env, f"torchrun-{host}")
-                  for host in self.cluster.hosts}
-        codes = self.wait_all(agents, JOB_TIMEOUT)
+        codes = self.wait_all(self.start_agents(out, "node1", COORDINATOR_ADDRESS="node1"),
+                              JOB_TIMEOUT)
         self.assertEqual(set(codes.values()), {0}, self.all_logs())
-        ranks_of = {json.loads((out / f"rank-{r}.env.jsonl").read_text().splitlines()[-1])["host"]
-                    for r in range(6)}
-        self.assertEqual(ranks_of, set(self.cluster.hosts))
+        self.assertEqual(set(self.rank_hosts(out)), set(self.cluster.hosts))
         self.assertSameAsReference(out, 6, "torchrun", "COORDINATOR_ADDRESS")
+
+    def test_coordinator_from_torchrun(self):
+        """No COORDINATOR_ADDRESS, and the rendezvous on node3: rank 0's host
+        comes from torchrun's MASTER_ADDR (the host of its agent 0), wherever
+        the c10d store ran. Only COORDINATOR_PORT is given (torchrun's
+        MASTER_PORT is its own store's)."""
+        out = self.scratch / "run"
+        codes = self.wait_all(self.start_agents(out, "node3"), JOB_TIMEOUT)
+        self.assertEqual(set(codes.values()), {0}, self.all_logs())
+        rank0_host = self.rank_hosts(out)[0]
+        self.assertIn(f"dmlp-train: 6 ranks placed by torchrun; coordinator {rank0_host}:{PORT} "
+                      "from MASTER_ADDR", self.log(f"torchrun-{rank0_host}"))
+        self.assertSameAsReference(out, 6, "torchrun", "MASTER_ADDR")
 
 
 class Faults(ClusterTest):
@@ -432,6 +458,16 @@ class Faults(ClusterTest):
             thawed = self.wait_all({lost_host: launchers[lost_host]}, THAW_BOUND)
             self.assertIsNotNone(thawed[lost_host], f"{lost_host} still runs {THAW_BOUND}s after SIGCONT:\n"
                                  f"{self.processes_on(lost_host)}{self.all_logs()}")
+            # The thawed ranks end as any rank ends on a loss, also those whose
+            # monitor ends them when a wait outlives the loss's hooks
+            # (trainer/rendezvous/last_resort.h): PEER_LOST naming a rank and
+            # its host, dmlp-train's exit code for it (1), passed on by the launcher.
+            self.assertEqual(thawed[lost_host], 1, self.all_logs())
+            errors = re.findall(r"dmlp-train: error: (.*)", self.log(f"launch-{lost_host}"))
+            self.assertTrue(errors, f"no error from the ranks on {lost_host}{self.all_logs()}")
+            for error in errors:
+                self.assertRegex(error, r"^PEER_LOST: rank \d+ \(host node\d, ranks \d+,\d+\)",
+                                 f"on {lost_host}{self.all_logs()}")
             print(f"DETECT fault={name} heartbeat={HEARTBEAT}s thaw_end={time.monotonic() - fault_time - detected:.2f}s")
         print(f"DETECT fault={name} heartbeat={HEARTBEAT}s step={at_step} end={detected:.1f}s")
         lost = self.cluster.hosts.index(lost_host) * RANKS_PER_HOST
@@ -501,6 +537,10 @@ def main():
     if callable(extra):
         missing += extra()
     if missing:
+        if os.environ.get("CI") and sys.argv[1] != "torchrun":
+            # CI runs these as root with tools/install-deps.sh's packages: a skip would hide them.
+            print(f"FAIL: {sys.argv[1]}: missing {' '.join(missing)}; in CI this case must run")
+            return 1
         print(f"SKIP: {sys.argv[1]}: missing {' '.join(missing)}")
         return SKIP
     if case is not Reference:

@@ -13,7 +13,10 @@ byte for byte with an uninterrupted run of the same job:
   d) dumped and restored twice in one run: PASS, identical;
   e) the job started by run.sh (as the image starts it), run.sh dumped with it.
 
-Usage: criu_e2e.py CASE (a..e). Exit 77 (SKIP) with CRIU's own words when
+Usage: criu_e2e.py CASE (a..e) [--in-pid-namespace]. With --in-pid-namespace
+the case runs in a new pid namespace, where the caller's session leader is
+outside (as in a container or a CI runner; CRIU refused such a job until the
+tests started it in a session of its own). Exit 77 (SKIP) with CRIU's own words when
 `criu check` fails (no root, an old kernel); any other failure of the helper
 is a failure. Every wait has a deadline; processes are ended by pid; the
 network namespace and host name carry the prefix dmlp25.
@@ -260,10 +263,32 @@ CASES = {"a": "test_a_in_place", "b": "test_b_another_machine",
          "c": "test_c_refused_restore_then_resume", "d": "test_d_two_evictions",
          "e": "test_e_run_sh"}
 
+def enter_pid_namespace():
+    """Re-runs this case as pid 1's child in a new pid namespace (with its own
+    /proc), where the session leader of the shell or ctest that started it is
+    outside: the situation of a container or a CI runner under its own pid
+    namespace. Where namespaces cannot be made (an image builder), a skip
+    outside CI and a failure in CI, as for CRIU itself."""
+    unshare = ["unshare", "--pid", "--fork", "--mount-proc"]
+    probe = subprocess.run([*unshare, "true"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=60)
+    if probe.returncode != 0:
+        words = f"`{' '.join(unshare)} true` failed (exit {probe.returncode}): {probe.stderr.strip()}"
+        if not os.environ.get("CI"):
+            print(f"SKIP: no pid namespace here (CI unset); {words}")
+            sys.exit(77)
+        sys.exit(f"criu_e2e: {words}")
+    env = dict(os.environ, DMLP_CRIU_E2E_IN_PID_NAMESPACE="1")
+    os.execvpe(unshare[0], [*unshare, sys.executable, __file__, sys.argv[1]], env)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        sys.exit(f"usage: criu_e2e.py {{{','.join(CASES)}}}")
+    pid_namespace = sys.argv[2:] == ["--in-pid-namespace"]
+    if len(sys.argv) not in (2, 3) or sys.argv[1] not in CASES or (len(sys.argv) == 3 and not pid_namespace):
+        sys.exit(f"usage: criu_e2e.py {{{','.join(CASES)}}} [--in-pid-namespace]")
     skip_without_criu()
+    if pid_namespace and not os.environ.get("DMLP_CRIU_E2E_IN_PID_NAMESPACE"):
+        enter_pid_namespace()
     become_subreaper()
     suite = unittest.TestSuite([Freeze(CASES[sys.argv[1]])])
     sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)

@@ -35,7 +35,8 @@ def become_subreaper():
 
 
 def spawn(args, env, log):
-    """Starts args with stdin /dev/null and stdout+stderr appended to `log`.
+    """Starts args in a session of its own, with stdin /dev/null and stdout+stderr
+    appended to `log`.
     Not subprocess.Popen: Popen reaps its pid behind our back, and after a
     restore that pid is the restored job's. CRIU skips its size check for files
     open O_WRONLY|O_APPEND, so a growing log never blocks a restore."""
@@ -51,7 +52,13 @@ def spawn(args, env, log):
     actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
                (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
                (os.POSIX_SPAWN_DUP2, 1, 2)]
-    return os.posix_spawn(str(args[0]), [str(a) for a in args], env, file_actions=actions)
+    # Its own session (setsid): CRIU refuses a tree whose session leader is
+    # outside its pid namespace ("A session leader of N is outside of its pid
+    # namespace"), which is where the caller's session leader is when the tests
+    # run in a container or a CI runner under its own pid namespace. run.sh and
+    # the GPU kit's freeze row start the job the same way.
+    return os.posix_spawn(str(args[0]), [str(a) for a in args], env, file_actions=actions,
+                          setsid=True)
 
 
 def tree_pids(root):
