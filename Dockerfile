@@ -11,10 +11,10 @@
 # Stages: `base` (CUDA devel image + packages) is shared; `build` compiles and
 # runs the CPU test suite; the final image is `base` plus the installed
 # programs, without the build tree. Every RUN below is a command CI also runs
-# (tools/test-all.sh, tools/install-deps.sh --build; see README "Docker"), and
+# (tools/test-all.sh, tools/install-deps.sh --build; see docs/developing.md "Docker"), and
 # tools/rehearse.sh runs the build stage's RUN lines as they are written here
 # (part `trixie`) and builds and runs this whole file with podman (part `image`).
-# `podman build` works as `docker build` does (README "Docker").
+# `podman build` works as `docker build` does (docs/developing.md "Docker").
 
 # The base is a build argument so that `tools/rehearse.sh image` can build this
 # file, unchanged, on a stand-in base made where the real one cannot be pulled.
@@ -47,7 +47,7 @@ FROM base AS build
 # (.dockerignore), so the commit comes in as build arguments, which
 # tools/image-build.sh passes to CMake; left empty, the programs say
 # "commit: unknown". The image id exists only after the build: it comes in at
-# run time as DMLP_IMAGE_ID (README "Docker").
+# run time as DMLP_IMAGE_ID (docs/developing.md "Docker").
 ARG DMLP_GIT_COMMIT=""
 ARG DMLP_GIT_DIRTY=""
 WORKDIR /src/dmlp
@@ -66,7 +66,7 @@ COPY --from=build /opt/dmlp/ /usr/local/
 # test suite above runs with the environment its tests choose.
 # NCCL_SOCKET_IFNAME=lo is for one host (the spec's 8 GPUs): across hosts it
 # is wrong, NCCL cannot reach the other hosts. Override it with the hosts'
-# interface (docker run -e NCCL_SOCKET_IFNAME=eth0; README "Beyond one machine").
+# interface (docker run -e NCCL_SOCKET_IFNAME=eth0; docs/several-hosts.md).
 ENV PLATFORM=cuda \
     STEPS=1200 \
     SEED=42 \

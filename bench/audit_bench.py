@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""audit_bench: what the shard audit (AUDIT_EVERY, trainer/shard_audit.h) costs.
+"""audit_bench: what the shard audit (AUDIT_EVERY, trainer/checks/shard_audit.h) costs.
 
 Measured: the same PLATFORM=cpu job (issue 4's configuration, as
 bench/train_bench.py) with AUDIT_EVERY=0 (off), the default, 10 and 1,
@@ -69,7 +69,7 @@ def sha256_rate():
 
 
 def verdict_lag(every):
-    """trainer/shard_audit.cc AuditVerdictLag."""
+    """trainer/checks/shard_audit.cc AuditVerdictLag."""
     return min(every, 64)
 
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "common/state_layout.h"
-#include "trainer/data.h"
-#include "trainer/init.h"
+#include "trainer/math/data.h"
+#include "trainer/math/init.h"
 
 namespace dmlp {
 namespace {

@@ -13,8 +13,8 @@ for --freeze seconds, and restored in place. What happens is one of:
 Rows: for each heartbeat in --heartbeats (default: the reference's spec.json
 value 86400, and JAX's own default 100), the reference job (bench/reference/
 run_reference.sh, ../shared/reference/train.py unmodified) and dmlp-launch.
-Prints a Markdown table (the README's, section "Freezing and restoring a
-job"). Slow (a freeze of 110 s per row): not in CI. Run as root:
+Prints a Markdown table (docs/freezing-and-restoring.md's, section "Freezing
+and restoring a job"). Slow (a freeze of 110 s per row): not in CI. Run as root:
 
   bench/freeze_reference.py --build build [--freeze 110] [--heartbeats 86400,100]
 

@@ -35,8 +35,8 @@
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/device_buffer.h"
 #include "trainer/cuda/gemm_cublas.h"
+#include "trainer/math/init.h"
 #include "trainer/output/digest_pipeline.h"
-#include "trainer/init.h"
 #include "trainer/plan.h"
 #include "trainer/rendezvous/rendezvous.h"
 

@@ -68,7 +68,7 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kDataShards,         "DATA_SHARDS",               "data_shards",               Bits::kAlways,        "plan.data_shards fingerprint.data_shards"},
   {Setting::kMatmulPrecision,    "MATMUL_PRECISION",          "matmul_precision",          Bits::kAlways,        "plan.matmul_precision fingerprint.matmul_precision"},
   {Setting::kReduction,          "REDUCTION",                 "reduction",                 Bits::kAlways,        "plan.reduction fingerprint.reduction"},
-  {Setting::kDataDefinition,     "data definition",           "data_definition",           Bits::kAlways,        "plan.data_definition"},  // trainer/data_definition.h
+  {Setting::kDataDefinition,     "data definition",           "data_definition",           Bits::kAlways,        "plan.data_definition"},  // trainer/math/data_definition.h
   {Setting::kCollectives,        "COLLECTIVES",               "collectives",               Bits::kWithAllreduce, "plan.collectives fingerprint.collectives"},
   {Setting::kCheckpointEvery,    "CHECKPOINT_EVERY",          "checkpoint_every",          Bits::kNever,         "plan.checkpoint_every"},
   {Setting::kResume,             "RESUME",                    "resume",                    Bits::kNever,         "plan.resume"},

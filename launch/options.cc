@@ -98,6 +98,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   LaunchOptions& options = parsed.options;
   CLI::App app{kDescription, "dmlp-launch"};
   app.formatter(std::make_shared<UsageFormatter>());
+  app.footer("Restarts, divergence, lost peers and signals: docs/reliability.md (in dmlp's sources).");
   std::string nproc, log_dir, show_ranks;
   app.add_option("--nproc", nproc, "World size (all nodes); default: NUM_PROCESSES")
       ->type_name("N");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs dmlp-train under every engine the tests know (README "Beyond one
-# machine"): Slurm (srun and sbatch on a one-node cluster on localhost), Open
-# MPI's mpirun and torchrun, each compared byte for byte with dmlp-launch; and
+# Runs dmlp-train under every engine the tests know (docs/several-hosts.md):
+# Slurm (srun and sbatch on a one-node cluster on localhost), Open MPI's mpirun
+# and torchrun, each compared byte for byte with dmlp-launch; and
 # torchrun --nnodes 3 across the three-host test cluster (tests/e2e/cluster).
 # CI runs the Slurm and Open MPI cases (tools/install-deps.sh installs them);
 # torchrun needs PyPI's torch with its CUDA libraries (several GB), so it runs

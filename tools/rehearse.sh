@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rehearses the image build on this machine: every rehearsal CI does not run
 # (tools/test-all.sh runs the rest). Run it, as root, before resolving any
-# change to CUDA code, the build or the image (README "Rehearsals").
+# change to CUDA code, the build or the image (docs/developing.md "Rehearsals").
 #
 #   tools/rehearse.sh                 every part
 #   tools/rehearse.sh trixie          part 1 only
@@ -471,7 +471,7 @@ stamped() {  # each line with the seconds since the step began
 }
 
 # The unchanged Dockerfile, every stage, on the stand-in; `podman build` is
-# `docker build` here (README "Docker"); the build stage runs the test suite.
+# `docker build` here (docs/developing.md "Docker"); the build stage runs the test suite.
 image_build() {
   local dirty=true status=0
   [[ -n "$(git -C "$repo" status --porcelain)" ]] || dirty=false

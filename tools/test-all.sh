@@ -10,7 +10,8 @@
 # e2e.reference.against_reference runs dmlp against.
 # Step 1 includes the image and README checks (tests/e2e/image.cmake): spec.json,
 # Dockerfile and install-deps agree, run.sh and tools/main-job.sh run the CPU
-# job, and every command of README.md runs; and the CRIU cases (tests/e2e/criu.cmake:
+# job, and every command of README.md and docs/*.md runs (their links lead
+# somewhere); and the CRIU cases (tests/e2e/criu.cmake:
 # a job frozen and restored for real, as root; tools/criu.sh fetches CRIU 4.2 once).
 # GPU tests skip themselves without a GPU; on a GPU machine run tests/gpu/run_gpu_checks.sh.
 set -euo pipefail
@@ -38,8 +39,8 @@ cmake -S . -B build-sanitize -DDMLP_SANITIZE=ON -DDMLP_CUDA=OFF -DDMLP_BUILD_BEN
   -DCMAKE_BUILD_TYPE=Debug >/dev/null
 # Only the GoogleTest binaries (and dmlp-verify, which verify_test runs): the
 # e2e, fixture and image cases drive whole programs and scripts; they ran above.
-unit_tests=(common_test cuda_stub_test gemm_cpu_test launch_test math_test mlp_cpu_test
-            rendezvous_test collectives_gloo_test trainer_test verify_test)
+unit_tests=(common_test cuda_stub_test gemm_cpu_test ordered_sgemm_test launch_test math_test
+            mlp_cpu_test rendezvous_test collectives_gloo_test trainer_test verify_test)
 cmake --build build-sanitize -j "${jobs}" --target "${unit_tests[@]}"
 ctest --test-dir build-sanitize --output-on-failure -j "${jobs}" \
   -E '^(e2e|fixture|image|launch_e2e)|_NOT_BUILT'

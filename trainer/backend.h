@@ -9,13 +9,13 @@
 // Contract of one update (both platforms; DESIGN.md "The computation"):
 //   1. for each local shard g in [plan.first_shard(), + shards_per_rank), in
 //      order: generate samples [g*shard_size, (g+1)*shard_size) of (step,
-//      microbatch) (trainer/data.h), forward/backward with fixed shapes, giving
+//      microbatch) (trainer/math/data.h), forward/backward with fixed shapes, giving
 //      a partial gradient of sum(loss_i)/BATCH and a partial loss sum;
 //   2. REDUCTION=ordered: the element-wise global sum ((g0 + g1) + g2) + ... in
 //      global shard order, each slice folded by its owner rank and all-gathered
 //      (ordered_reduce.h); REDUCTION=allreduce: local shards summed in order,
 //      then one library all-reduce;
-//   3. Adam (trainer/adam.h) on the full state, identically on every rank.
+//   3. Adam (trainer/math/adam.h) on the full state, identically on every rank.
 // The loss of an update is (folded loss sum) / BATCH, as float32.
 #pragma once
 
@@ -28,7 +28,7 @@
 
 #include "common/state_layout.h"
 #include "common/status.h"
-#include "trainer/device_layout.h"
+#include "trainer/cuda/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
@@ -82,7 +82,7 @@ class Backend {
     return ReduceAndApply();
   }
   /// Step 1 of an update: this rank's shard partials. The trainer audits them
-  /// (trainer/shard_audit.h) before ReduceAndApply.
+  /// (trainer/checks/shard_audit.h) before ReduceAndApply.
   virtual Status ComputePartials(int64_t step, int64_t microbatch) = 0;
   /// Steps 2 and 3 of the update whose partials ComputePartials computed.
   virtual Status ReduceAndApply() = 0;
@@ -92,7 +92,7 @@ class Backend {
   /// returned waiter blocks until the copy is complete. Updates may be issued
   /// meanwhile. REQUIRES: `buffer` stays untouched until the waiter returned.
   virtual Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) = 0;
-  // The shard audit (trainer/shard_audit.h): a padded partial (P gradient
+  // The shard audit (trainer/checks/shard_audit.h): a padded partial (P gradient
   // values, the loss sum, the zeros) copied to host memory, for a thread that
   // hashes it while the updates go on. Both calls copy into the one audit
   // buffer. REQUIRES: between ComputePartials and ReduceAndApply; the plan

@@ -60,8 +60,8 @@ if(DMLP_HAVE_CUDA)
     ${_dmlp_cuda_dir}/phase_profile.cc
     ${_dmlp_cuda_dir}/softmax_xent.cu
     ${_dmlp_cuda_dir}/stream_wait.cc
-    ${CMAKE_CURRENT_LIST_DIR}/device_layout.cc
-    ${CMAKE_CURRENT_LIST_DIR}/nccl_defaults.cc
+    ${_dmlp_cuda_dir}/device_layout.cc
+    ${_dmlp_cuda_dir}/nccl_defaults.cc
   )
   dmlp_cuda_target_options(dmlp_backend_cuda)
   target_include_directories(dmlp_backend_cuda PUBLIC ${PROJECT_SOURCE_DIR})
@@ -76,7 +76,7 @@ if(DMLP_HAVE_CUDA)
 else()
   # device_layout.cc and nccl_defaults.cc hold no CUDA: every build has them.
   add_library(dmlp_backend_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/cuda/backend_cuda_stub.cc
-              ${CMAKE_CURRENT_LIST_DIR}/device_layout.cc ${CMAKE_CURRENT_LIST_DIR}/nccl_defaults.cc)
+              ${CMAKE_CURRENT_LIST_DIR}/cuda/device_layout.cc ${CMAKE_CURRENT_LIST_DIR}/cuda/nccl_defaults.cc)
   target_include_directories(dmlp_backend_cuda PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(dmlp_backend_cuda PUBLIC dmlp_common)
 endif()

@@ -1,5 +1,5 @@
 // dmlp-train: one rank of the job. Configuration from the environment
-// (optionally under a YAML --config file); see README.md for every variable.
+// (optionally under a YAML --config file); see docs/configuration.md for every variable.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "common/build_info.h"
 #include "common/env.h"
 #include "common/std_streams.h"
-#include "trainer/nccl_defaults.h"
+#include "trainer/cuda/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"
@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   app.add_option("--config", config_path, "YAML file of lower-case keys; the environment overrides it");
   app.set_version_flag("--version", dmlp::VersionText("dmlp-train"));
+  app.footer("Every variable, the YAML file and which wins: docs/configuration.md (in dmlp's sources).");
   // CLI11_PARSE would exit with CLI11's own codes (109, 114, ...); usage is 2.
   try {
     app.parse(argc, argv);

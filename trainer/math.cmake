@@ -2,10 +2,10 @@
 # no BLAS, no platform) and the CPU platform's math: the MLP forward/backward
 # (through dmlp_gemm_cpu, trainer/gemm.cmake) and the Adam loop.
 add_library(dmlp_trainer_math STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/adam.cc
-  ${CMAKE_CURRENT_LIST_DIR}/data.cc
-  ${CMAKE_CURRENT_LIST_DIR}/init.cc
-  ${CMAKE_CURRENT_LIST_DIR}/sample_loops.cc
+  ${CMAKE_CURRENT_LIST_DIR}/math/adam.cc
+  ${CMAKE_CURRENT_LIST_DIR}/math/data.cc
+  ${CMAKE_CURRENT_LIST_DIR}/math/init.cc
+  ${CMAKE_CURRENT_LIST_DIR}/math/sample_loops.cc
 )
 target_link_libraries(dmlp_trainer_math PUBLIC dmlp_common)
 
@@ -28,8 +28,8 @@ endif()
 # about 5x); -fno-math-errno lets sqrtf vectorize. Neither changes a bit:
 # no fast-math, and -ffp-contract=off still applies (top-level CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/data.cc ${CMAKE_CURRENT_LIST_DIR}/init.cc
-                              ${CMAKE_CURRENT_LIST_DIR}/adam.cc ${CMAKE_CURRENT_LIST_DIR}/cpu/adam_cpu.cc
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/math/data.cc ${CMAKE_CURRENT_LIST_DIR}/math/init.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/math/adam.cc ${CMAKE_CURRENT_LIST_DIR}/cpu/adam_cpu.cc
                               ${CMAKE_CURRENT_LIST_DIR}/cpu/mlp_cpu.cc
                               PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno")
   # The data and init loops (threefry, then jax's erf_inv with its FMAs) only
@@ -37,6 +37,6 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   # default) forbids. -fno-trapping-math gives up FP exception flags, never a
   # value: no reassociation, no contraction (tests/unit/sample_math_test.cc
   # runs these loops over all 2^23 inputs against jax's table).
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/sample_loops.cc
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/math/sample_loops.cc
                               PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno;-fno-trapping-math")
 endif()

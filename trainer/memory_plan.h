@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "common/status.h"
-#include "trainer/device_layout.h"
+#include "trainer/cuda/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {

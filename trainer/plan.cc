@@ -11,8 +11,8 @@
 #include "common/file_util.h"
 #include "common/float_repr.h"
 #include "common/quote.h"
-#include "trainer/data_definition.h"
-#include "trainer/job_identity.h"
+#include "trainer/checks/job_identity.h"
+#include "trainer/math/data_definition.h"
 
 namespace dmlp {
 namespace {
@@ -77,7 +77,7 @@ Status ReadPlace(const Environment& env, Plan& plan) {
   return Status::Ok();
 }
 
-// The data and init are jax's (trainer/sample_math.h), whose key(SEED) keeps
+// The data and init are jax's (trainer/math/sample_math.h), whose key(SEED) keeps
 // the low 32 bits in the reference's 32-bit mode: a larger SEED would silently
 // repeat the experiment of SEED mod 2^32.
 Status CheckSeed(int64_t seed) {
@@ -258,7 +258,7 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kDataShards: return std::to_string(plan.data_shards);
     case Setting::kMatmulPrecision: return MatmulPrecisionName(plan.matmul_precision);
     case Setting::kReduction: return ReductionName(plan.reduction);
-    // What the samples and initial parameters are (trainer/data_definition.h).
+    // What the samples and initial parameters are (trainer/math/data_definition.h).
     case Setting::kDataDefinition: return std::string(kDataDefinitionId);
     // Collectives never change a byte with REDUCTION=ordered, but ranks must
     // agree on them to pair up at all: NCCL ranks wait for a unique id, Gloo

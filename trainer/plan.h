@@ -30,7 +30,7 @@ const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
 const char* CollectivesName(CollectivesKind collectives);
 
-/// AUDIT_EVERY when unset: the cost stays under 2 % (README "Shard audit").
+/// AUDIT_EVERY when unset: the cost stays under 2 % (docs/reliability.md "Shard audit").
 inline constexpr int64_t kDefaultAuditEvery = 200;
 
 struct Plan {
@@ -65,11 +65,11 @@ struct Plan {
   // Steps hashed at once (DIGEST_THREADS); 0: DefaultDigestThreads. Per rank
   // and never changes a byte (common/bit_settings.h says which settings do).
   int64_t digest_threads = 0;
-  // DIVERGENCE_CHECK=on|off (trainer/divergence_check.h): compare every rank's
+  // DIVERGENCE_CHECK=on|off (trainer/checks/divergence_check.h): compare every rank's
   // digest at every step. In PlanFingerprint only when off (ranks must agree);
   // never changes a byte, so not in PlanDocument.
   bool divergence_check = true;
-  // AUDIT_EVERY (trainer/shard_audit.h): every this many updates one shard is
+  // AUDIT_EVERY (trainer/checks/shard_audit.h): every this many updates one shard is
   // computed twice, by its owner and by a second rank; 0 is off. Ranks must
   // agree (in PlanFingerprint when not the default), but it never changes a
   // byte of any file, so it is not in result.json.

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/out_dir.h"
-#include "trainer/init.h"
+#include "trainer/math/init.h"
 #include "trainer/output/checkpoint.h"
 #include "trainer/output/replay.h"
 

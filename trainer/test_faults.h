@@ -8,13 +8,13 @@
 // mantissa bit of the first parameter: a change of a quarter to a half of its
 // value, which no later update rounds away, and which keeps the loss finite.
 // Only ranks whose environment has it are affected, so a test gives it to one
-// rank to make that rank silently diverge (trainer/divergence_check.h).
+// rank to make that rank silently diverge (trainer/checks/divergence_check.h).
 //
 // DMLP_TEST_CORRUPT_SHARD=<update> (tests only): at global update <update>,
 // between its partials and its reduction, flip one bit of this rank's first
 // local shard's partial (Backend::FlipPartialBitForTests), the fault a bad GPU
 // would cause in a gradient: every rank then agrees on a wrong state, which
-// only the shard audit catches (trainer/shard_audit.h).
+// only the shard audit catches (trainer/checks/shard_audit.h).
 #pragma once
 
 #include <cstddef>

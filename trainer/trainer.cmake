@@ -4,14 +4,14 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
-  ${CMAKE_CURRENT_LIST_DIR}/divergence_check.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checks/divergence_check.cc
   ${CMAKE_CURRENT_LIST_DIR}/memory_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
-  ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc
-  ${CMAKE_CURRENT_LIST_DIR}/job_identity.cc
+  ${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checks/job_identity.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
-  ${CMAKE_CURRENT_LIST_DIR}/shard_audit.cc
-  ${CMAKE_CURRENT_LIST_DIR}/rank_devices.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checks/shard_audit.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checks/rank_devices.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/rank_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/receipt_file.cc
@@ -36,5 +36,5 @@ install(TARGETS dmlp-train RUNTIME DESTINATION bin)
 # (lanes run across elements, so each element's additions keep shard order and
 # the bits do not change; contraction stays off, top-level CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/ordered_reduce.cc PROPERTIES COMPILE_OPTIONS "-O3")
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc PROPERTIES COMPILE_OPTIONS "-O3")
 endif()

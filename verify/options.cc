@@ -31,6 +31,7 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
                "consistent run. Exit 0 verified, 1 contradiction, 2 trouble, 3 incomplete.",
                "dmlp-verify"};
   app.formatter(std::make_shared<HelpFormatter>());
+  app.footer("Every check, exit code and report: docs/verifier.md (in dmlp's sources).");
   CommandLine command;
   std::string json_value;
   std::string against;

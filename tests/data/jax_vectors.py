@@ -1,7 +1,7 @@
 """Known answers for dmlp's data and init definition, from the real jax and flax.
 
 dmlp promises the reference job's samples (shared/reference/train.py's
-local_batch) and flax's initial parameters bit for bit (trainer/sample_math.h).
+local_batch) and flax's initial parameters bit for bit (trainer/math/sample_math.h).
 This script asks jax 0.10.2 / flax 0.12.5 (bench/reference/setup_venv.sh makes
 the venv) and writes what they answer:
 

@@ -1,6 +1,6 @@
 # The image and the README (issue 6): spec.json, Dockerfile and
 # tools/install-deps.sh agree; run.sh and tools/main-job.sh run the CPU job end
-# to end; every command of README.md runs (or is marked with what runs it).
+# to end; every command of README.md and docs/*.md runs (or is marked with what runs it).
 # All Python 3 standard library; the programs are this build's.
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(NOT Python3_Interpreter_FOUND)
@@ -16,7 +16,7 @@ set(_dmlp_image_env
 # image.run_sh         test_scripts.RunSh                 run.sh
 # image.main_job       test_scripts.MainJob               tools/main-job.sh
 # image.installed      test_scripts.InstalledLayout       cmake --install + run.sh, as in the image
-# image.readme         readme_test                        README.md's commands and tables
+# image.readme         readme_test                        README.md's and docs/'s commands, tables, links
 foreach(pair agreement:image_agreement run_sh:test_scripts.RunSh main_job:test_scripts.MainJob
              installed:test_scripts.InstalledLayout readme:readme_test)
   string(REPLACE ":" ";" pair "${pair}")

@@ -2,7 +2,7 @@
 
 The production reference runs on XLA:GPU, whose log1p/erf_inv (jax.random.normal,
 flax's truncated-normal init) may round differently from XLA:CPU, whose bits
-dmlp promises (trainer/sample_math.h; kDataDefinitionId
+dmlp promises (trainer/math/sample_math.h; kDataDefinitionId
 "jax-0.10.2-threefry/flax-0.12.5-lecun"). This computes, with the jax of the
 machine it runs on, exactly what reference/train.py computes
 (tests/data/reference_draws.py, which tests/data/jax_vectors.py uses too): the

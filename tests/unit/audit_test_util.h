@@ -14,7 +14,7 @@
 
 #include "rendezvous_test_util.h"
 #include "trainer/backend.h"
-#include "trainer/init.h"
+#include "trainer/math/init.h"
 #include "trainer/plan.h"
 #include "trainer/rendezvous/rendezvous.h"
 

@@ -9,7 +9,7 @@
 #include "common/file_util.h"
 #include "common/state_digest.h"
 #include "common/state_file.h"
-#include "trainer/data_definition.h"
+#include "trainer/math/data_definition.h"
 #include "trainer/output/replay.h"
 
 namespace dmlp {

@@ -1,5 +1,5 @@
 // Data and initial parameters generated on the GPU are bit-identical to the
-// CPU platform's (trainer/data.h GenerateSamples, trainer/init.h InitParams).
+// CPU platform's (trainer/math/data.h GenerateSamples, trainer/math/init.h InitParams).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,8 +8,8 @@
 #include "cuda_test_util.h"
 #include "trainer/cuda/data_gen.h"
 #include "trainer/cuda/init_gen.h"
-#include "trainer/data.h"
-#include "trainer/init.h"
+#include "trainer/math/data.h"
+#include "trainer/math/init.h"
 
 namespace dmlp {
 namespace {

@@ -19,7 +19,7 @@
 #include "trainer/cuda/bias_relu.h"
 #include "trainer/cuda/fold.h"
 #include "trainer/cuda/softmax_xent.h"
-#include "trainer/ordered_reduce.h"
+#include "trainer/math/ordered_reduce.h"
 
 namespace dmlp {
 namespace {

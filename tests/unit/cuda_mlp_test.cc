@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "trainer/cpu/gemm_cpu.h"
+#include "trainer/cpu/mlp_cpu.h"
 #include "trainer/cuda/gemm_cublas.h"
 #include "trainer/cuda/mlp_cuda.h"
-#include "trainer/data.h"
-#include "trainer/cpu/gemm_cpu.h"
-#include "trainer/init.h"
-#include "trainer/cpu/mlp_cpu.h"
+#include "trainer/math/data.h"
+#include "trainer/math/init.h"
 
 namespace dmlp {
 namespace {

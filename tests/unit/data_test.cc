@@ -2,7 +2,7 @@
 // real jax (tests/data/jax_vectors.tsv); samples depend only on (SEED, step,
 // microbatch, index), never on how the batch is cut into ranks or shards;
 // labels and features have the expected distributions.
-#include "trainer/data.h"
+#include "trainer/math/data.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "jax_vectors.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp {
 namespace {

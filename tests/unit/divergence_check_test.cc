@@ -1,7 +1,7 @@
 // The divergence check's verdict (which ranks are named, by which majority, in
 // the exact RANK_DIVERGED text dmlp-launch parses), the device label, and the
 // test-only bit-flip hook's variable.
-#include "trainer/divergence_check.h"
+#include "trainer/checks/divergence_check.h"
 
 #include <gtest/gtest.h>
 

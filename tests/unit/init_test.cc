@@ -2,7 +2,7 @@
 // against the real flax (tests/data/jax_vectors.tsv): lecun_normal kernels
 // (truncated normal times jax's float32 stddev) and zero biases, placed by the
 // canonical layout's offsets.
-#include "trainer/init.h"
+#include "trainer/math/init.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "jax_vectors.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/sample_loops.h"
+#include "trainer/math/sample_loops.h"
 
 namespace dmlp::testing {
 

@@ -1,7 +1,7 @@
-// Which job a rank belongs to (trainer/job_identity.h): the order of the
+// Which job a rank belongs to (trainer/checks/job_identity.h): the order of the
 // sources, engines' quirks, damaged ids, and that the plan fingerprint never
 // depends on it.
-#include "trainer/job_identity.h"
+#include "trainer/checks/job_identity.h"
 
 #include <gtest/gtest.h>
 

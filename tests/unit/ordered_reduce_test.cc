@@ -1,4 +1,4 @@
-#include "trainer/ordered_reduce.h"
+#include "trainer/math/ordered_reduce.h"
 
 #include <gtest/gtest.h>
 

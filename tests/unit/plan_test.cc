@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "trainer/data_definition.h"
+#include "trainer/math/data_definition.h"
 #include "trainer/output/checkpoint.h"
 
 namespace dmlp {

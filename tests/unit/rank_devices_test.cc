@@ -1,5 +1,5 @@
-// How a rank's device is named where a failure names it (trainer/rank_devices.h).
-#include "trainer/rank_devices.h"
+// How a rank's device is named where a failure names it (trainer/checks/rank_devices.h).
+#include "trainer/checks/rank_devices.h"
 
 #include <string>
 #include <vector>

@@ -1,8 +1,8 @@
 // The float step of jax's normal and truncated_normal, and randint, against the
 // real jax: ALL 2^23 inputs of each float path (their hashes and the list of
 // inputs that may differ: tests/data/jax_sample_tables.tsv), so one changed
-// constant, FMA or rounding anywhere in trainer/xla_special.h fails here.
-#include "trainer/sample_math.h"
+// constant, FMA or rounding anywhere in trainer/math/xla_special.h fails here.
+#include "trainer/math/sample_math.h"
 
 #include <gtest/gtest.h>
 

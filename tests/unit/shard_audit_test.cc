@@ -1,8 +1,8 @@
-// The shard audit's pure parts (trainer/shard_audit.h): the schedule (which
+// The shard audit's pure parts (trainer/checks/shard_audit.h): the schedule (which
 // update audits which shard, on which two ranks), the mixed-device rule and the
 // exact SHARD_AUDIT_FAILED text. The rendezvous exchange and the exit code run
 // in tests/e2e/trainer/test_shard_audit.py.
-#include "trainer/shard_audit.h"
+#include "trainer/checks/shard_audit.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // jax.random's threefry2x32 and key derivation against the real jax
 // (tests/data/jax_vectors.tsv): key(seed), split, fold_in, raw blocks, bits.
-#include "trainer/threefry.h"
+#include "trainer/math/threefry.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // defines: AdamUpdate
 //
-// The CPU platform's Adam: trainer/adam.h's AdamElement over a span of the
+// The CPU platform's Adam: trainer/math/adam.h's AdamElement over a span of the
 // state, on the host. The CUDA platform's counterpart is
 // trainer/cuda/adam_update.h; both apply the same element formula, so they
 // give the same bits from the same inputs.
@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "trainer/adam.h"
+#include "trainer/math/adam.h"
 
 namespace dmlp {
 

@@ -11,14 +11,14 @@
 #include <fstream>
 
 #include "common/env.h"
-#include "trainer/cpu/adam_cpu.h"
 #include "trainer/backend.h"
+#include "trainer/cpu/adam_cpu.h"
 #include "trainer/cpu/collectives_gloo.h"
 #include "trainer/cpu/cpu_parallel.h"
-#include "trainer/data.h"
 #include "trainer/cpu/gemm_cpu.h"
 #include "trainer/cpu/mlp_cpu.h"
-#include "trainer/ordered_reduce.h"
+#include "trainer/math/data.h"
+#include "trainer/math/ordered_reduce.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {

@@ -8,7 +8,7 @@
 // available or not wanted (clang, other CPUs, AddressSanitizer builds).
 //
 // DMLP_CPU_FMA_CLONES is the same for loops that also call FFma (an explicit,
-// once-rounded fused multiply-add, trainer/device_macros.h): "avx2" alone does
+// once-rounded fused multiply-add, trainer/math/device_macros.h): "avx2" alone does
 // not enable FMA instructions, so its clones are the x86-64-v4 (AVX-512) and
 // x86-64-v3 (AVX2 + FMA) levels; the baseline clone calls libm's fmaf, which
 // rounds the same, slowly.

@@ -1,6 +1,6 @@
 // defines: AdamUpdateOnDevice
 //
-// optax.adam's update on the device: trainer/adam.h's AdamElement per element
+// optax.adam's update on the device: trainer/math/adam.h's AdamElement per element
 // with the scalars MakeAdamScalars computed on the host, so every rank and
 // both platforms get the same bits.
 #pragma once
@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "common/status.h"
-#include "trainer/adam.h"
+#include "trainer/math/adam.h"
 
 namespace dmlp::cuda {
 

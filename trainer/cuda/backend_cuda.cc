@@ -17,7 +17,6 @@
 #include <string>
 #include <utility>
 
-#include "trainer/adam.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/adam_update.h"
 #include "trainer/cuda/cuda_check.h"
@@ -29,13 +28,14 @@
 #include "trainer/cuda/gloo_staged.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/cuda/nccl_collectives.h"
+#include "trainer/cuda/nccl_defaults.h"
 #include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/phase_profile.h"
 #include "trainer/cuda/stream_wait.h"
-#include "trainer/data.h"
-#include "trainer/device_macros.h"
-#include "trainer/nccl_defaults.h"
-#include "trainer/ordered_reduce.h"
+#include "trainer/math/adam.h"
+#include "trainer/math/data.h"
+#include "trainer/math/device_macros.h"
+#include "trainer/math/ordered_reduce.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 extern char** environ;

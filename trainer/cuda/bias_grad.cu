@@ -1,7 +1,7 @@
 #include "trainer/cuda/bias_grad.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
-#include "trainer/device_macros.h"
+#include "trainer/math/device_macros.h"
 
 namespace dmlp::cuda {
 namespace {

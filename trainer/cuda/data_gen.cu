@@ -1,7 +1,7 @@
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/data_gen.h"
 #include "trainer/cuda/launch_util.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp::cuda {
 namespace {

@@ -1,7 +1,7 @@
 // defines: GenerateSamplesOnDevice
 //
-// The training data generated on the GPU from trainer/sample_math.h's
-// functions, the very code the CPU platform runs (trainer/data.cc), so the
+// The training data generated on the GPU from trainer/math/sample_math.h's
+// functions, the very code the CPU platform runs (trainer/math/data.cc), so the
 // bytes are the CPU platform's.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "common/status.h"
-#include "trainer/data.h"
+#include "trainer/math/data.h"
 
 namespace dmlp::cuda {
 

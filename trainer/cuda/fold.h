@@ -1,6 +1,6 @@
 // defines: FoldShardsOnDevice
 //
-// The ordered shard fold of the reduction (trainer/ordered_reduce.h) on the
+// The ordered shard fold of the reduction (trainer/math/ordered_reduce.h) on the
 // device: the same additions, in the same order, as FoldShardsInOrder.
 #pragma once
 

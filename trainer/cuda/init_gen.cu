@@ -1,8 +1,8 @@
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/init_gen.h"
 #include "trainer/cuda/launch_util.h"
-#include "trainer/init.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/init.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp::cuda {
 namespace {

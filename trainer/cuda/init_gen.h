@@ -1,8 +1,8 @@
 // defines: InitParamsOnDevice
 //
-// The initial parameters generated on the GPU with trainer/sample_math.h's
+// The initial parameters generated on the GPU with trainer/math/sample_math.h's
 // functions and init.h's LecunNormalStddev and FlaxDenseHash, the code the CPU
-// platform runs (trainer/init.cc), so the bits are InitParams'.
+// platform runs (trainer/math/init.cc), so the bits are InitParams'.
 #pragma once
 
 #include <cuda_runtime_api.h>

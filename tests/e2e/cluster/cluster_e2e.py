@@ -7,8 +7,8 @@ Usage: cluster_e2e.py CASE [unittest args], CASE one of:
               other case must reproduce byte for byte (kept in $DMLP_CLUSTER_REFERENCE)
   launch      one `dmlp-launch --nnodes 3 --node-rank J` per host
   slurm       three slurmd, one per host: `srun -N3 --ntasks-per-node=2`, and the
-              README's sbatch script (with the changes SBATCH_CHANGES states)
-  openmpi     the README's mpirun line across the hosts, through rsh_agent.sh
+              sbatch script of docs/several-hosts.md (with the changes SBATCH_CHANGES states)
+  openmpi     docs/several-hosts.md's mpirun line across the hosts, through rsh_agent.sh
   torchrun    torchrun --nnodes 3 with a c10d rendezvous, the coordinator from
               COORDINATOR_ADDRESS and from torchrun's MASTER_ADDR
               (tools/engines-check.sh only)
@@ -50,7 +50,7 @@ from engines_e2e import PLACE_VARIABLES, check_same_run, torchrun_path  # noqa: 
 from slurm_cluster import SlurmCluster, missing_programs as slurm_missing  # noqa: E402
 from cluster import Cluster, INTERFACE, missing_programs as cluster_missing  # noqa: E402
 
-README = HERE.parents[2] / "README.md"
+SEVERAL_HOSTS = HERE.parents[2] / "docs" / "several-hosts.md"
 SKIP = 77
 HEARTBEAT = 4
 GRACE = 5
@@ -71,7 +71,7 @@ PLAN = {
     "DATA_SHARDS": "12", "HEARTBEAT_TIMEOUT_SECONDS": str(HEARTBEAT),
     "CHECKPOINT_EVERY": str(CHECKPOINT_EVERY), "DMLP_CPU_THREADS": "1",
 }
-# Inside the cluster's own namespaces nothing else listens: the README's port.
+# Inside the cluster's own namespaces nothing else listens: the docs' port.
 PORT = 12355
 SLURM_PORT = 6817
 JOB_TIMEOUT = 240
@@ -257,7 +257,7 @@ class Launch(ClusterTest):
                          r"(RENDEZVOUS_TIMEOUT|PEER_LOST): ", self.all_logs())
 
 
-# The README's sbatch script cannot run as written here: what changes, and why.
+# The sbatch script of docs/several-hosts.md cannot run as written here: what changes, and why.
 SBATCH_CHANGES = (
     ("#SBATCH --nodes=4\n", "#SBATCH --nodes=3\n", "the test cluster has three hosts"),
     ("#SBATCH --ntasks-per-node=8\n", "#SBATCH --ntasks-per-node=2\n",
@@ -270,7 +270,7 @@ SBATCH_CHANGES = (
     ("/shared/runs/", "{scratch}/runs/", "no /shared here: the test's scratch directory, seen by all hosts"),
     ("/opt/dmlp/bin/", str(BIN_DIR) + "/", "the programs are where the build put them"),
 )
-# And for the README's mpirun line.
+# And for its mpirun line.
 MPIRUN_CHANGES = (
     ("mpirun -n 16 --hostfile hosts --map-by ppr:8:node",
      "mpirun -n 6 --hostfile hosts --map-by ppr:2:node --allow-run-as-root "
@@ -284,18 +284,18 @@ MPIRUN_CHANGES = (
 
 
 def readme_block(marker):
-    """The README's sh block that contains `marker`, without its run-by line."""
-    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S)
+    """docs/several-hosts.md's sh block that contains `marker`, without its run-by line."""
+    blocks = re.findall(r"```sh\n(.*?)```", SEVERAL_HOSTS.read_text(), flags=re.S)
     found = [b for b in blocks if marker in b]
     if len(found) != 1:
-        raise AssertionError(f"README: {len(found)} sh blocks hold {marker!r}, expected 1")
+        raise AssertionError(f"docs/several-hosts.md: {len(found)} sh blocks hold {marker!r}, expected 1")
     return "".join(line + "\n" for line in found[0].splitlines() if not line.startswith("# run-by:"))
 
 
 def apply_changes(text, changes, **values):
     for old, new, why in changes:
         if text.count(old) < 1:
-            raise AssertionError(f"README changed: {old!r} is gone (it was replaced because {why})")
+            raise AssertionError(f"docs/several-hosts.md changed: {old!r} is gone (it was replaced because {why})")
         text = text.replace(old, new.format(**values))
     return text
 
@@ -339,7 +339,7 @@ class Slurm(ClusterTest):
         (self.scratch / "runs").mkdir()
         (self.scratch / "job.sbatch").write_text(script)
         env = dict(job_env(self.scratch / "unused"), **self.slurm.env)
-        with open(self.scratch / "job.sbatch", "rb") as stdin:  # as the README's heredoc: on stdin
+        with open(self.scratch / "job.sbatch", "rb") as stdin:  # as the docs' heredoc: on stdin
             code = self.run_on("node1", ["sbatch", "--wait"], env, "sbatch", stdin=stdin)
         job_id = re.search(r"Submitted batch job (\d+)", self.log("sbatch"))
         self.assertIsNotNone(job_id, self.all_logs())
@@ -352,7 +352,7 @@ class Slurm(ClusterTest):
 
 
 class OpenMpi(ClusterTest):
-    """The README's mpirun line on node1, reaching node2 and node3 through rsh_agent.sh."""
+    """docs/several-hosts.md's mpirun line on node1, reaching node2 and node3 through rsh_agent.sh."""
 
     def test_readme_mpirun_line(self):
         block = readme_block("mpirun -n 16")
@@ -386,7 +386,7 @@ class Torchrun(ClusterTest):
                 for r in range(RANKS_PER_HOST * 3)]
 
     def test_three_agents(self):
-        """The rendezvous on node1 and COORDINATOR_ADDRESS=node1, as the README's
+        """The rendezvous on node1 and COORDINATOR_ADDRESS=node1, as docs/several-hosts.md's
         torchrun line. (c10d numbers the agents in the order of their host names,
         dynamic_rendezvous.py: node1 gets ranks 0 and 1 here.)"""
         out = self.scratch / "run"

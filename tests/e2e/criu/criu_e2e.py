@@ -42,7 +42,7 @@ from freeze import (CRIU, alive, become_subreaper, children_of, dump, end_tree, 
                     exit_status, log_tail, restore, restore_command, spawn)
 
 RUN_SH = SOURCE / "run.sh"
-README = SOURCE / "README.md"
+FREEZING = SOURCE / "docs" / "freezing-and-restoring.md"
 # Many short steps: the job is still running when the dump comes, however
 # loaded the machine; a heartbeat the freeze overruns (case a's point).
 PLAN = {"STEPS": 400, "HEARTBEAT_TIMEOUT_SECONDS": 4}
@@ -221,12 +221,12 @@ class Freeze(JobTestCase):
         self.assertRegex(log, rf"File {str(out).lstrip('/')}/(rank-[01]|metrics)\.jsonl has bad size \d+ "
                               r"\(expect \d+\)")
         self.assertEqual(tree_bytes(out), before, "the refused restore changed OUT_DIR")
-        # What the README tells the user to do then: RESUME=1 from the last checkpoint.
+        # What docs/freezing-and-restoring.md tells the user to do then: RESUME=1 from the last checkpoint.
         resumed = launch(out, 2, timeout=DEADLINE, RESUME=1, **PLAN, **settings)
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
         self.assertIdentical(out, baseline)
-        readme = README.read_text()
-        section = readme[readme.index("## Freezing and restoring a job"):]
+        docs = FREEZING.read_text()
+        section = docs[docs.index("## Freezing and restoring a job"):]
         self.assertIn("has bad size", section)
         self.assertIn("RESUME=1", section)
 

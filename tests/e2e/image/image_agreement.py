@@ -2,7 +2,7 @@
 
 Fails when they disagree on the base image, the apt packages or the job's
 environment, when spec.json leaves the reference's schema or the job the
-issue asks for, or when the Dockerfile loses a step the README promises
+issue asks for, or when the Dockerfile loses a step docs/developing.md promises
 (Release for sm_89 and sm_90, the CPU test suite, cmake --install, a CMD),
 in its RUN lines or in tools/image-build.sh, which they call.
 The Mutations cases feed damaged copies to the same checks, so a checker
@@ -38,7 +38,7 @@ IMAGE_BUILD = "tools/image-build.sh"
 IMAGE_BUILD_STEPS = (("build", "the configure and build step"), ("test", "the CPU test suite"),
                      ("install", "the programs installed"))
 # The build context has no .git: the build stage takes the commit as build
-# arguments and tools/image-build.sh hands them to CMake (README "Docker").
+# arguments and tools/image-build.sh hands them to CMake (docs/developing.md "Docker").
 BUILD_ARGS = ("DMLP_GIT_COMMIT", "DMLP_GIT_DIRTY")
 
 
@@ -249,7 +249,7 @@ def disagreements(spec, dockerfile_text, install_deps_packages, known_names, ima
     declared = stage_args(dockerfile_text, "build")
     for name in BUILD_ARGS:
         if name not in declared:
-            problems.append(f"Dockerfile build stage lacks ARG {name} (the build's commit, README Docker)")
+            problems.append(f"Dockerfile build stage lacks ARG {name} (the build's commit, docs/developing.md, Docker)")
         if f"-D{name}=" not in runs:
             problems.append(f"Dockerfile RUN steps (and {IMAGE_BUILD}) do not pass -D{name} to CMake")
     if " -E " in runs or "--exclude-regex" in runs or " -LE " in runs:

@@ -1,6 +1,7 @@
-"""Keeps README.md's commands and tables from rotting.
+"""Keeps README.md's and docs/*.md's commands, tables and links from rotting.
 
-Every ```sh block of the README starts with `# run-by: KIND`:
+Every ```sh block of the README and of every docs/ page starts with
+`# run-by: KIND`:
   readme-test        this test runs it (in order, each block in a fresh bash
                      with `set -euo pipefail`, in a scratch directory holding
                      `run.sh` and `build/bin`, with no job variable inherited)
@@ -11,10 +12,16 @@ Every ```sh block of the README starts with `# run-by: KIND`:
   test NAME (...)    the ctest case NAME runs it (as the reason says: on the
                      three-host cluster of tests/e2e/cluster); NAME must be a
                      registered case, and the block names no missing path
+The readme-test blocks run in reading order: the README's, then each docs/
+page's in name order (they use the README's demo runs).
 Blocks that show a state file check must print digests that equal the run's.
-The configuration table must name every variable dmlp-train reads
-(trainer/plan.cc) and every variable of spec.json, with spec.json's values.
-The layout table must name every top-level folder of the repository.
+The configuration table (docs/configuration.md) must name every variable
+dmlp-train reads (trainer/plan.cc) and every variable of spec.json, with
+spec.json's values. The layout table (docs/developing.md) must name every
+top-level folder of the repository.
+Every link of these pages to a file or a heading (relative paths, #anchors, as
+GitHub renders them) must lead somewhere, every docs/ page must be linked from
+the README, and every docs/ page starts with its answer (a bold sentence).
 
 Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository).
 """
@@ -32,13 +39,24 @@ from pathlib import Path
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 BIN = Path(os.environ.get("DMLP_BIN_DIR", SOURCE / "build" / "bin")).resolve()
 README = SOURCE / "README.md"
+DOCS = SOURCE / "docs"
 KINDS = ("readme-test", "ci", "manual", "test")
 HEX64 = re.compile(r"\b([0-9a-f]{64})\b")
 # Variables documented beyond plan.cc's list: read elsewhere in dmlp or by run.sh.
 EXTRA_DOCUMENTED = {"LOCAL_RANK", "DMLP_CPU_THREADS", "DMLP_PROFILE", "CUDA_VISIBLE_DEVICES"}
 
 
-def fenced_blocks(text):
+def documents():
+    """The README, then the docs/ pages in name order: the order they are read and run."""
+    return [README] + sorted(DOCS.glob("*.md"))
+
+
+def shown(path):
+    """A document's name as messages give it: README.md, docs/verifier.md."""
+    return str(path.relative_to(SOURCE))
+
+
+def fenced_blocks(text, name="README.md"):
     """[(info string, body, line number)] of every fenced block."""
     blocks, lines, index = [], text.splitlines(), 0
     while index < len(lines):
@@ -50,7 +68,7 @@ def fenced_blocks(text):
                 body.append(lines[index])
                 index += 1
             if index == len(lines):
-                raise ValueError(f"README.md:{start}: unclosed code block")
+                raise ValueError(f"{name}:{start}: unclosed code block")
             blocks.append((match.group(1), "\n".join(body) + "\n", start))
         index += 1
     return blocks
@@ -78,8 +96,14 @@ def plan_names():
 
 
 def table_rows(text, heading):
-    """Rows (lists of cells) of the first table after `## heading`."""
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    """Rows (lists of cells) of the first table after the heading `# heading`
+    (of any level) and before the next heading of a level as high or higher."""
+    match = re.search(rf"(?m)^(#+) {re.escape(heading)}\n", text)
+    if not match:
+        raise AssertionError(f"no heading {heading!r}")
+    section = text[match.end():]
+    end = re.search(rf"(?m)^#{{1,{len(match.group(1))}}} ", section)
+    section = section[:end.start()] if end else section
     rows = [line for line in section.splitlines() if line.startswith("|")]
     return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
 
@@ -99,6 +123,64 @@ def top_level_folders():
     return sorted(e.name for e in SOURCE.iterdir() if e.is_dir() and not skip.match(e.name))
 
 
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, no punctuation but - and _,
+    spaces as hyphens (`The report for people: `--html`` -> the-report-for-people---html)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def outside_code(text):
+    """The text with fenced blocks blanked out (their lines kept, so line numbers hold)."""
+    lines, inside = text.splitlines(), False
+    for index, line in enumerate(lines):
+        if re.match(r"^```", line):
+            inside = not inside
+            lines[index] = ""
+        elif inside:
+            lines[index] = ""
+    return lines
+
+
+def anchors(text):
+    """Every anchor of a Markdown text's headings, with GitHub's -1, -2 for repeats."""
+    found, seen = set(), {}
+    for line in outside_code(text):
+        match = re.match(r"^#{1,6} (.+?)\s*#*\s*$", line)
+        if match:
+            base = slug(match.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def broken_links(path, root):
+    """[(line, target, why)] for each link of the Markdown file at `path` to a
+    file (relative to the file's folder) or heading that does not exist. Links
+    with a scheme (https:, mailto:) are not followed; code spans and fenced
+    blocks hold no links."""
+    text, broken = path.read_text(), []
+    for number, line in enumerate(outside_code(text), 1):
+        for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            try:
+                dest.relative_to(root.resolve())
+            except ValueError:
+                broken.append((number, target, "leaves the repository"))
+                continue
+            if not dest.exists():
+                broken.append((number, target, "no such file"))
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text()):
+                broken.append((number, target, f"no heading #{anchor} in {dest.name}"))
+    return broken
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -108,25 +190,73 @@ def free_port():
 class Structure(unittest.TestCase):
     def setUp(self):
         self.text = README.read_text()
-        self.blocks = [b for b in fenced_blocks(self.text) if b[0] in ("sh", "bash", "shell")]
+        # (document name, info, body, line) of every shell block of every document
+        self.blocks = [(shown(doc), info, body, line) for doc in documents()
+                       for info, body, line in fenced_blocks(doc.read_text(), shown(doc))
+                       if info in ("sh", "bash", "shell")]
 
     def test_every_shell_block_says_what_runs_it(self):
         self.assertGreater(len(self.blocks), 3)
-        for _, body, line in self.blocks:
+        for name, _, body, line in self.blocks:
             kind, reason = run_by(body)
-            self.assertIn(kind, KINDS, f"README.md:{line}: first line must be '# run-by: <{'|'.join(KINDS)}>'")
+            self.assertIn(kind, KINDS, f"{name}:{line}: first line must be '# run-by: <{'|'.join(KINDS)}>'")
             if kind in ("manual", "ci"):
-                self.assertRegex(reason, r"^\(.+\)$", f"README.md:{line}: {kind} needs a (reason)")
+                self.assertRegex(reason, r"^\(.+\)$", f"{name}:{line}: {kind} needs a (reason)")
             if kind == "test":
-                self.assertRegex(reason, r"^e2e\.[\w.]+ \(.+\)$", f"README.md:{line}: test NAME (reason)")
-                self.assertIn(reason.split()[0], registered_tests(), f"README.md:{line}: no such ctest case")
-        for info, _, line in fenced_blocks(self.text):
-            self.assertIn(info, ("sh", "text", "json"), f"README.md:{line}: use ```sh for commands")
+                self.assertRegex(reason, r"^e2e\.[\w.]+ \(.+\)$", f"{name}:{line}: test NAME (reason)")
+                self.assertIn(reason.split()[0], registered_tests(), f"{name}:{line}: no such ctest case")
+        for doc in documents():
+            for info, _, line in fenced_blocks(doc.read_text(), shown(doc)):
+                self.assertIn(info, ("sh", "text", "json"), f"{shown(doc)}:{line}: use ```sh for commands")
+
+    def test_docs_pages_exist_and_the_readme_links_each(self):
+        pages = sorted(DOCS.glob("*.md"))
+        self.assertGreaterEqual(len(pages), 11)
+        linked = {(README.parent / target.partition("#")[0]).resolve()
+                  for line in outside_code(self.text) for target in LINK.findall(line)}
+        for page in pages:
+            self.assertIn(page.resolve(), linked, f"README.md has no link to {shown(page)}")
+            body = [line for line in page.read_text().splitlines() if line.strip()]
+            self.assertRegex(body[0], r"^# \S", f"{shown(page)}: starts with its title")
+            self.assertTrue(body[1].startswith("**"), f"{shown(page)}: the answer (in bold) comes first")
+
+    def test_every_link_leads_somewhere(self):
+        broken = [f"{shown(doc)}:{line}: link ({target}) points nowhere: {why}"
+                  for doc in documents() for line, target, why in broken_links(doc, SOURCE)]
+        self.assertEqual(broken, [], "\n".join(broken))
+
+    def test_a_broken_link_is_found(self):
+        """The link check can fail: a page with a missing file, a missing heading
+        and a link out of the tree, beside good links, as GitHub reads them."""
+        with tempfile.TemporaryDirectory() as scratch:
+            root = Path(scratch)
+            (root / "docs").mkdir()
+            (root / "code.h").write_text("")
+            (root / "docs" / "a.md").write_text(
+                "# A\n\n## The report for people: `--html`\n\n## Twice\n\n## Twice\n")
+            page = root / "docs" / "b.md"
+            page.write_text(
+                "# B\n\n[ok](a.md) [ok](a.md#the-report-for-people---html) [ok](a.md#twice-1)\n"
+                "[ok](../code.h) [ok](#b) [ok](https://example.org/x.md) `[not a link](gone.md)`\n"
+                "[gone](gone.md)\n"
+                "[no such heading](a.md#nowhere)\n"
+                "![picture](../doc/gone.png)\n"
+                "[out of the tree](../../elsewhere.md)\n"
+                "[here, no such heading](#nowhere)\n"
+                "```sh\n[in a code block](gone.md)\n```\n")
+            self.assertEqual(broken_links(page, root), [
+                (5, "gone.md", "no such file"),
+                (6, "a.md#nowhere", "no heading #nowhere in a.md"),
+                (7, "../doc/gone.png", "no such file"),
+                (8, "../../elsewhere.md", "leaves the repository"),
+                (9, "#nowhere", "no heading #nowhere in b.md"),
+            ])
 
     def test_set_up_is_exactly_the_two_commands_and_ci_runs_them(self):
-        setup = [b for b in self.blocks if run_by(b[1])[0] == "ci"]
+        setup = [b for b in self.blocks if run_by(b[2])[0] == "ci"]
         self.assertEqual(len(setup), 1)
-        commands = [line for line in setup[0][1].splitlines() if line and not line.startswith("#")]
+        self.assertEqual(setup[0][0], "README.md")
+        commands = [line for line in setup[0][2].splitlines() if line and not line.startswith("#")]
         self.assertEqual(commands, ["tools/main-job.sh", "tools/test-all.sh"])
         for script in commands:
             self.assertTrue(os.access(SOURCE / script, os.X_OK), script)
@@ -136,16 +266,16 @@ class Structure(unittest.TestCase):
         self.assertIn("ctest --test-dir build", (SOURCE / "tools/test-all.sh").read_text())
 
     def test_manual_blocks_name_existing_files(self):
-        for _, body, line in self.blocks:
+        for name, _, body, line in self.blocks:
             if run_by(body)[0] not in ("manual", "test"):
                 continue
             for token in re.findall(r"(?<![\w/$:.-])((?:[\w.-]+/)*[\w.-]+\.(?:sh|json|py))\b", body):
                 if token.startswith(("out/", "/")):
                     continue
-                self.assertTrue((SOURCE / token).exists(), f"README.md:{line}: {token} does not exist")
+                self.assertTrue((SOURCE / token).exists(), f"{name}:{line}: {token} does not exist")
 
     def test_configuration_table_covers_every_variable_with_the_image_values(self):
-        rows = table_rows(self.text, "Configuration")
+        rows = table_rows((DOCS / "configuration.md").read_text(), "Configuration")
         documented = {}
         for cells in rows:
             name = cells[0].strip("`")
@@ -153,22 +283,38 @@ class Structure(unittest.TestCase):
             documented[name] = cells
         spec_env = json.loads((SOURCE / "spec.json").read_text())["image"]["env"]
         for name in sorted(plan_names() | set(spec_env) | EXTRA_DOCUMENTED):
-            self.assertIn(name, documented, f"README's configuration table lacks {name}")
+            self.assertIn(name, documented, f"docs/configuration.md's table lacks {name}")
         for name, cells in documented.items():
             self.assertEqual(len(cells), 4, name)
             expected = f"`{spec_env[name]}`" if name in spec_env else "—"
-            self.assertEqual(cells[3], expected, f"{name}: README image column vs spec.json")
+            self.assertEqual(cells[3], expected, f"{name}: docs/configuration.md image column vs spec.json")
 
     def test_layout_table_names_every_top_level_folder(self):
-        listed = " ".join(cells[0] for cells in table_rows(self.text, "Repository layout"))
+        listed = " ".join(cells[0] for cells in table_rows((DOCS / "developing.md").read_text(),
+                                                           "Repository layout"))
         for folder in top_level_folders():
-            self.assertIn(f"`{folder}/`", listed, f"README's layout lacks {folder}/")
+            self.assertIn(f"`{folder}/`", listed, f"docs/developing.md's layout lacks {folder}/")
         for path in re.findall(r"`([\w.]+/?)`", listed):
-            self.assertTrue((SOURCE / path).exists(), f"README's layout names missing {path}")
+            self.assertTrue((SOURCE / path).exists(), f"docs/developing.md's layout names missing {path}")
 
     def test_placeholders_for_the_lead(self):
-        for heading in ("Performance", "CPU GEMM"):
-            self.assertIn(f"\n## {heading}\n", self.text)
+        text = (DOCS / "performance.md").read_text()
+        self.assertRegex(text, r"^# Performance\n")
+        self.assertIn("\n## CPU GEMM\n", text)
+
+
+class Help(unittest.TestCase):
+    """Each program's --help ends with the docs/ page to read next, and that page exists."""
+
+    def test_help_ends_with_its_docs_page(self):
+        for program, page in (("dmlp-launch", "docs/reliability.md"), ("dmlp-train", "docs/configuration.md"),
+                              ("dmlp-verify", "docs/verifier.md")):
+            done = subprocess.run([str(BIN / program), "--help"], capture_output=True, text=True,
+                                  timeout=60, stdin=subprocess.DEVNULL)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            last = done.stdout.rstrip("\n").splitlines()[-1]
+            self.assertIn(page, last, f"{program} --help ends with {last!r}")
+            self.assertTrue((SOURCE / page).is_file(), page)
 
 
 class Commands(unittest.TestCase):
@@ -183,8 +329,8 @@ class Commands(unittest.TestCase):
         cls.port = free_port()
         cls.env = {k: v for k, v in os.environ.items()
                    if k not in plan_names() | EXTRA_DOCUMENTED and not k.startswith(("NCCL_", "DMLP_"))}
-        text = README.read_text()
-        cls.blocks = [(body, line) for info, body, line in fenced_blocks(text)
+        cls.blocks = [(body, f"{shown(doc)}:{line}") for doc in documents()
+                      for info, body, line in fenced_blocks(doc.read_text(), shown(doc))
                       if info == "sh" and run_by(body)[0] == "readme-test"]
         cls.results = []
         for body, line in cls.blocks:
@@ -203,7 +349,7 @@ class Commands(unittest.TestCase):
         self.assertGreaterEqual(len(self.results), 3)
         for body, line, done in self.results:
             self.assertEqual(done.returncode, 0,
-                             f"README.md:{line} exited {done.returncode}\n{body}\n"
+                             f"{line} exited {done.returncode}\n{body}\n"
                              f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}")
 
     def test_demo_runs_are_verified_and_equal(self):
@@ -225,7 +371,7 @@ class Commands(unittest.TestCase):
             result = json.loads((run_dir / "result.json").read_text())
             printed = re.findall(r"^([0-9a-f]{64})  -$", done.stdout, re.M)
             self.assertEqual(printed, [last["params_sha256"], result["final_params_sha256"]],
-                             f"README.md:{line}: the digests of the state file\n{done.stdout}")
+                             f"{line}: the digests of the state file\n{done.stdout}")
             header = json.loads(done.stdout.splitlines()[0])
             self.assertEqual(header["__metadata__"]["params_sha256"], last["params_sha256"])
             checked += 1

@@ -14,10 +14,10 @@ their metrics.jsonl losses:
     `dmlp-verify --against <reference run> <dmlp run> --tolerance BOUND`:
     the two implementations add in different orders (XLA's fused kernels
     against dmlp's GEMMs and its ordered reduction), so the losses differ in
-    the last bits. Measured (README, "Against the reference JAX job"): at
+    the last bits. Measured (docs/verifier.md, "Against the reference JAX job"): at
     most 2.4e-7 relative (2 float32 ulps) at any step of either plan, 1 or 2
     ranks. BOUND = 1e-5 leaves 40x headroom for another CPU's kernels and
-    still fails a real defect: Adam without XLA's FMAs (trainer/adam.h)
+    still fails a real defect: Adam without XLA's FMAs (trainer/math/adam.h)
     drifted to 5.3e-4 (beyond 1e-5 from step 26); a broken epsilon or loss
     mean fails step 1.
 
@@ -52,7 +52,7 @@ STEPS = 50
 STEP1_REL = 1e-6
 # name -> (plan, the bound every step must stay within, relative)
 PLANS = {
-    # The issue's plan (issue 24): the README's figures are for this one.
+    # The issue's plan (issue 24): docs/verifier.md's figures are for this one.
     "small": ({"SEED": "5", "LEARNING_RATE": "0.003", "BATCH": "64", "MICROBATCHES": "2",
                "FEATURES": "32", "WIDTH": "64", "LAYERS": "2", "CLASSES": "5"}, 1e-5),
     # Awkward for vector code: FEATURES not a multiple of 4, CLASSES not a

@@ -316,7 +316,7 @@ class RefusedStarts(SafetyTestCase):
                     self.assertNotEqual(result.returncode, 0, result.stderr)
                     self.assertIn("COORDINATOR_PORT_IN_USE", result.stderr)
                     self.assertEqual(tree(out), before)
-        # The README's remedy: another port, same OUT_DIR.
+        # docs/troubleshooting.md's remedy: another port, same OUT_DIR.
         result = launch(self.scratch / "port-True", 2, **CHECKPOINTED)
         self.assertEqual(result.returncode, 0, result.stderr)
 

@@ -10,7 +10,7 @@
 //   samples.f32  global samples 0..BATCH-1 of (step, microbatch), [BATCH][FEATURES]
 //   labels.i32   their labels, [BATCH]
 //   init.f32     the initial parameters, canonical layout (common/state_layout.h)
-//   definition.txt  kDataDefinitionId (trainer/data_definition.h): the jax and
+//   definition.txt  kDataDefinitionId (trainer/math/data_definition.h): the jax and
 //                flax versions whose bits these are
 // from GenerateSamples/InitParams (cpu) or GenerateSamplesOnDevice/
 // InitParamsOnDevice on device 0 (cuda): the very functions the trainer calls.
@@ -30,9 +30,9 @@
 #include "common/file_util.h"
 #include "common/state_layout.h"
 #include "common/status.h"
-#include "trainer/data.h"
-#include "trainer/data_definition.h"
-#include "trainer/init.h"
+#include "trainer/math/data.h"
+#include "trainer/math/data_definition.h"
+#include "trainer/math/init.h"
 
 #if DMLP_DRAWS_CUDA
 #include "trainer/cuda/cuda_check.h"

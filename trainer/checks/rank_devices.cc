@@ -1,4 +1,4 @@
-#include "trainer/rank_devices.h"
+#include "trainer/checks/rank_devices.h"
 
 #include <unistd.h>
 

@@ -21,12 +21,12 @@
 //
 // Constants are the float32 values in XLA's IR, written in hex: one changed bit
 // changes the tables' hashes. Every function is branch-free (selects), so the
-// host compiler vectorizes loops over it (trainer/data.cc) with the same bits.
+// host compiler vectorizes loops over it (trainer/math/data.cc) with the same bits.
 #pragma once
 
 #include <cstdint>
 
-#include "trainer/device_macros.h"
+#include "trainer/math/device_macros.h"
 
 namespace dmlp {
 

@@ -1,4 +1,4 @@
-#include "trainer/shard_audit.h"
+#include "trainer/checks/shard_audit.h"
 
 #include <cstdio>
 #include <system_error>

@@ -3,7 +3,7 @@
 // The training data on the host: FEATURES standard normals and one label per
 // sample, a pure function of (SEED, step, microbatch, global sample index):
 // the reference job's local_batch, bit for bit. The definition is in
-// trainer/sample_math.h; the CUDA platform calls the same functions from its
+// trainer/math/sample_math.h; the CUDA platform calls the same functions from its
 // kernels (trainer/cuda/data_gen.cu).
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "trainer/adam.h"
+#include "trainer/math/adam.h"
 
 #include <climits>
 #include <cmath>

@@ -1,7 +1,7 @@
 // defines: kDataDefinitionId
 //
 // The name of the definition of the training data and the initial parameters
-// (trainer/sample_math.h): jax 0.10.2's threefry samples and flax 0.12.5's
+// (trainer/math/sample_math.h): jax 0.10.2's threefry samples and flax 0.12.5's
 // model.init, as the reference job draws them. It is a line of PlanFingerprint
 // (so of CheckpointFingerprint) and a field of result.json's plan, so a
 // checkpoint written under another definition is refused on resume, ranks

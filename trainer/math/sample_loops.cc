@@ -1,7 +1,7 @@
-#include "trainer/sample_loops.h"
+#include "trainer/math/sample_loops.h"
 
 #include "trainer/cpu/cpu_clones.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp {
 

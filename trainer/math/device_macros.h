@@ -99,7 +99,7 @@ DMLP_HOST_DEVICE DMLP_INLINE float FSqrt(float a) {
 }
 
 /// a * b + c rounded once (IEEE fusedMultiplyAdd): the FMAs XLA:CPU's code makes,
-/// written out (trainer/xla_special.h). Host: an FMA instruction where the
+/// written out (trainer/math/xla_special.h). Host: an FMA instruction where the
 /// function is compiled for one (DMLP_CPU_FMA_CLONES), else libm's fmaf, which
 /// is also correctly rounded: slower, never different.
 DMLP_HOST_DEVICE DMLP_INLINE float FFma(float a, float b, float c) {

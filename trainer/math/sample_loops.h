@@ -1,6 +1,6 @@
 // defines: kSampleChunk, JaxBitsLoop, JaxNormalLoop, JaxTruncatedNormalLoop
 //
-// The host's array loops over trainer/sample_math.h, shared by data.cc and
+// The host's array loops over trainer/math/sample_math.h, shared by data.cc and
 // init.cc: each one is compiled per ISA (DMLP_CPU_FMA_CLONES) and vectorized by
 // the compiler, so threefry runs 8-16 counters at once and erf_inv's FMAs are
 // vector FMA instructions. Lanes do the same IEEE operations as the scalar

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "trainer/device_macros.h"
+#include "trainer/math/device_macros.h"
 
 namespace dmlp {
 

@@ -3,7 +3,7 @@
 // Initial parameters: model.init of the reference job's flax MLP, bit for bit.
 // Kernels are lecun_normal (variance_scaling(1, "fan_in", "truncated_normal"):
 // truncated_normal(-2, 2) times LecunNormalStddev(fan_in)), drawn with Dense_k's
-// kernel key (trainer/sample_math.h); biases are zero. The CUDA platform calls
+// kernel key (trainer/math/sample_math.h); biases are zero. The CUDA platform calls
 // the same element function with the stddev and key computed here
 // (trainer/cuda/init_gen.cu), so every rank and platform starts from the same bits.
 #pragma once

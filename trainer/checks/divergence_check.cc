@@ -1,4 +1,4 @@
-#include "trainer/divergence_check.h"
+#include "trainer/checks/divergence_check.h"
 
 #include <map>
 

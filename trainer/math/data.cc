@@ -1,9 +1,9 @@
-#include "trainer/data.h"
+#include "trainer/math/data.h"
 
 #include <string>
 
-#include "trainer/sample_loops.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/sample_loops.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp {
 namespace {
@@ -38,7 +38,7 @@ void GenerateSamples(const SampleSpec& spec, int64_t step, int64_t microbatch, i
   const int64_t features = spec.features;
   // The (sample, feature) pairs of [begin, end), row-major, so a chunk of them
   // is a contiguous piece of `inputs`: each pair's image key and counter, then
-  // threefry for the whole chunk, then the normals (trainer/sample_loops.h).
+  // threefry for the whole chunk, then the normals (trainer/math/sample_loops.h).
   uint32_t key0[kSampleChunk], key1[kSampleChunk], high[kSampleChunk], low[kSampleChunk];
   uint32_t bits[kSampleChunk];
   const int64_t total = (end - begin) * features;

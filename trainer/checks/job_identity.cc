@@ -1,4 +1,4 @@
-#include "trainer/job_identity.h"
+#include "trainer/checks/job_identity.h"
 
 #include <optional>
 

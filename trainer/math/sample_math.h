@@ -10,7 +10,7 @@
 // Change nothing here without changing kDataDefinitionId (data_definition.h)
 // and regenerating them.
 //
-// Keys (trainer/threefry.h): init_key, data_key = split(key(SEED)).
+// Keys (trainer/math/threefry.h): init_key, data_key = split(key(SEED)).
 //
 // Data. Sample i (global index in [0, BATCH)) of the update (step s >= 1,
 // microbatch m >= 0) is train.py's local_batch:
@@ -21,7 +21,7 @@
 // DATA_SHARDS and PLATFORM cannot change it.
 //
 // normal: u = max(lo, f * 2 + lo), lo = -1 + 2^-24, f = JaxUnitFloat(bits) in
-// [0, 1); then sqrt(2) * erf_inv(u) (trainer/xla_special.h).
+// [0, 1); then sqrt(2) * erf_inv(u) (trainer/math/xla_special.h).
 //
 // Init: model.init of train.py's MLP. Dense_k's kernel key is fold_in(init_key,
 // H_k), H_k the big-endian first 4 bytes of SHA-1("Dense_k" 0x01) (flax's scope
@@ -35,10 +35,10 @@
 
 #include <cstdint>
 
-#include "trainer/data_definition.h"
-#include "trainer/device_macros.h"
-#include "trainer/threefry.h"
-#include "trainer/xla_special.h"
+#include "trainer/math/data_definition.h"
+#include "trainer/math/device_macros.h"
+#include "trainer/math/threefry.h"
+#include "trainer/math/xla_special.h"
 
 namespace dmlp {
 

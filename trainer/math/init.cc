@@ -1,12 +1,12 @@
-#include "trainer/init.h"
+#include "trainer/math/init.h"
 
 #include <openssl/evp.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "trainer/sample_loops.h"
-#include "trainer/sample_math.h"
+#include "trainer/math/sample_loops.h"
+#include "trainer/math/sample_math.h"
 
 namespace dmlp {
 namespace {

@@ -33,9 +33,9 @@
 
 #include "common/status.h"
 #include "trainer/backend.h"
+#include "trainer/checks/rank_devices.h"
 #include "trainer/output/digest_pipeline.h"
 #include "trainer/plan.h"
-#include "trainer/rank_devices.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
