@@ -122,11 +122,49 @@ class Cluster:
         uts.touch()
         _run("unshare", f"--uts={uts}", "hostname", host)
 
+    def _mount_holder_file(self):
+        return self.state / "mnt.pid"
+
     def _make_mount_namespace(self):
-        mnt = self._mount_file()
-        mnt.touch()
-        _run("unshare", f"--mount={mnt}", "--propagation", "private",
-             "mount", "--bind", self.hosts_file(), "/etc/hosts")
+        # Not `unshare --mount=FILE`: the kernel refuses to bind a mount
+        # namespace's file (EINVAL, "a loop") when the caller's own mount
+        # namespace has the larger id; Linux 6.18 most likely hands the ids out
+        # in per-CPU batches (not proven here), and it happened at random when the tests ran in
+        # a mount namespace of their own (a CI runner's; seen in 2 of 3 CI
+        # rehearsals). A holder process keeps the namespace alive instead, and
+        # `mnt` links to it; teardown ends the holder by pid.
+        holder = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount --bind "$1" /etc/hosts && echo ready && exec sleep infinity', "sh",
+             str(self.hosts_file())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        self._holder = holder
+        self._mount_holder_file().write_text(f"{holder.pid}\n")
+        if holder.stdout.readline().strip() != "ready":
+            holder.kill()
+            _, error = holder.communicate(timeout=60)
+            raise RuntimeError(f"cluster: the mount namespace's holder failed: {error.strip()}")
+        self._mount_file().symlink_to(f"/proc/{holder.pid}/ns/mnt")
+
+    def _end_mount_holder(self):
+        """Ends the holder of the hosts' mount namespace, by the pid setup wrote,
+        if that pid is still a holder (`sleep infinity` in another mount namespace)."""
+        try:
+            pid = int(self._mount_holder_file().read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            theirs = os.stat(f"/proc/{pid}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino
+        except (OSError, ValueError):
+            return
+        if cmdline == b"sleep\0infinity\0" and theirs:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        holder = getattr(self, "_holder", None)
+        if holder is not None and holder.pid == pid:
+            holder.wait(timeout=60)
+            self._holder = None
 
     # --- use ---------------------------------------------------------------
     def command(self, host, argv, cwd=None):
@@ -189,7 +227,8 @@ class Cluster:
             _run("ip", "netns", "del", self.netns(host), check=False)
         _run("ip", "netns", "del", self.switch, check=False)
         if self.state.exists():
-            for bound in [self._mount_file()] + [self._uts_file(h) for h in self.hosts]:
+            self._end_mount_holder()
+            for bound in [self._uts_file(h) for h in self.hosts]:
                 _run("umount", bound, check=False)
             _run("umount", self.state, check=False)
             shutil.rmtree(self.state, ignore_errors=True)
