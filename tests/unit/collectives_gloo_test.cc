@@ -237,6 +237,11 @@ TEST(GlooCollectivesTest, RankThatNeverConnectsIsPeerLostOnEveryRankBeforeGloo) 
 // a forked child, because the descriptor limit is the whole process's: every
 // rank joins, then the limit leaves no number free, then every rank connects.
 TEST(GlooCollectivesTest, OutOfDescriptorsWhileConnectingIsNamed) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' runtime needs descriptors of its own (a pipe to probe
+  // memory before UBSan reads a vptr): with none left it reports false errors.
+  GTEST_SKIP() << "runs in the build without sanitizers: this test leaves the process no descriptor";
+#endif
   const int port = FreePort();
   pid_t child = fork();
   ASSERT_GE(child, 0);
