@@ -11,7 +11,9 @@
 // the gap between the two is what the MLP spends beyond its GEMM floor.
 //
 // Prints `gemm_flops_per_update=F gemm_gflops=R floor_update_s=T mlp_update_s=M gemm=K`
-// (medians over REPEATS passes; K: the kernel that ran).
+// (medians over REPEATS passes; K: the kernel that ran), and on stderr each
+// GEMM's shape and rate (`gemm ta=0 tb=0 m=512 n=1024 k=512 gflops=R`, median
+// per shape): where the floor's time goes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -95,14 +97,19 @@ int main(int argc, char** argv) {
   for (int i = 0; i < samples; ++i) labels[i] = i % classes;
 
   std::vector<double> gemm_seconds, mlp_seconds;
+  std::vector<std::vector<double>> shape_seconds(gemms.size());
   for (int repeat = 0; repeat <= repeats; ++repeat) {  // the first pass warms up
-    auto start = std::chrono::steady_clock::now();
-    for (const Gemm& g : gemms) {
+    double gemm_spent = 0;
+    for (size_t i = 0; i < gemms.size(); ++i) {
+      const Gemm& g = gemms[i];
+      const auto start = std::chrono::steady_clock::now();
       dmlp::Sgemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, a.data(), g.ta ? g.m : g.k, b.data(),
                   g.tb ? g.k : g.n, 0.0f, c.data(), g.n);
+      const double spent = SecondsSince(start);
+      gemm_spent += spent;
+      if (repeat > 0) shape_seconds[i].push_back(spent);
     }
-    const double gemm_spent = SecondsSince(start);
-    start = std::chrono::steady_clock::now();
+    const auto start = std::chrono::steady_clock::now();
     mlp.value().ShardGradient(params.data(), inputs.data(), labels.data(), samples, grad.data());
     const double mlp_spent = SecondsSince(start);
     if (repeat > 0) {
@@ -111,6 +118,11 @@ int main(int argc, char** argv) {
     }
   }
   const double floor = Median(gemm_seconds);
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const Gemm& g = gemms[i];
+    std::fprintf(stderr, "gemm ta=%d tb=%d m=%d n=%d k=%d gflops=%.2f\n", g.ta, g.tb, g.m, g.n, g.k,
+                 2.0 * g.m * g.n * g.k / Median(shape_seconds[i]) / 1e9);
+  }
   std::printf("gemm_flops_per_update=%.0f gemm_gflops=%.2f floor_update_s=%.6f mlp_update_s=%.6f gemm=%s\n",
               flops, flops / floor / 1e9, floor, Median(mlp_seconds),
               dmlp::CpuGemmDescription().isa.c_str());

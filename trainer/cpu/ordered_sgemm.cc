@@ -37,28 +37,19 @@ class KnownMxcsr {
 
 // A micro-kernel: the kMr x kNr tile of C at c (row stride ldc) continues its
 // chains over kc values of k: acc = fma(ap[kk][r], bp[kk][j], acc) for kk = 0, 1, ...
-// ap is packed kc x kMr, bp kc x kNr. first: the chains start at +0 and C is
+// ap is packed kc x kMr (ap[kk * kMr + r]: one contiguous stream, whatever
+// A's layout), bp kc x kNr. first: the chains start at +0 and C is
 // not read; else they start from C (the running value of the earlier blocks).
-
-// The A panel comes in one of two layouts (both pure copies): kRowPanel, A's
-// rows as they are, each kGemmKBlock long (ap[r * kGemmKBlock + kk]: packing
-// a row-major A is a plain copy), else interleaved (ap[kk * kMr + r]: packing
-// a transposed A is a plain copy).
-template <bool kRowPanel, int kMr>
-inline const float* AElement(const float* ap, int r) {
-  return kRowPanel ? ap + r * kGemmKBlock : ap + r;
-}
 
 struct ScalarKernel {
   static constexpr int kMr = 4, kNr = 8;
-  template <bool kRowPanel>
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     float acc[kMr][kNr];
     for (int r = 0; r < kMr; ++r)
       for (int j = 0; j < kNr; ++j) acc[r][j] = first ? 0.0f : c[r * ldc + j];
-    for (int kk = 0; kk < kc; ++kk, ap += kRowPanel ? 1 : kMr, bp += kNr)
+    for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += kNr)
       for (int r = 0; r < kMr; ++r)
-        for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(*AElement<kRowPanel, kMr>(ap, r), bp[j], acc[r][j]);
+        for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(ap[r], bp[j], acc[r][j]);
     for (int r = 0; r < kMr; ++r)
       for (int j = 0; j < kNr; ++j) c[r * ldc + j] = acc[r][j];
   }
@@ -67,7 +58,6 @@ struct ScalarKernel {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DMLP_SGEMM_X86 1
 
-template <bool kRowPanel>
 __attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const float* bp, float* c,
                                                   size_t ldc, bool first) {
   constexpr int kMr = 6;
@@ -77,11 +67,11 @@ __attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const 
     acc0[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc);
     acc1[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8);
   }
-  for (int kk = 0; kk < kc; ++kk, ap += kRowPanel ? 1 : kMr, bp += 16) {
+  for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += 16) {
     const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
-      const __m256 a = _mm256_broadcast_ss(AElement<kRowPanel, kMr>(ap, r));
+      const __m256 a = _mm256_broadcast_ss(ap + r);
       acc0[r] = _mm256_fmadd_ps(a, b0, acc0[r]);
       acc1[r] = _mm256_fmadd_ps(a, b1, acc1[r]);
     }
@@ -93,7 +83,6 @@ __attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const 
   }
 }
 
-template <bool kRowPanel>
 __attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* ap, const float* bp,
                                                             float* c, size_t ldc, bool first) {
   constexpr int kMr = 12;
@@ -103,11 +92,11 @@ __attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* 
     acc0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
     acc1[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
   }
-  for (int kk = 0; kk < kc; ++kk, ap += kRowPanel ? 1 : kMr, bp += 32) {
+  for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += 32) {
     const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < kMr; ++r) {
-      const __m512 a = _mm512_set1_ps(*AElement<kRowPanel, kMr>(ap, r));
+      const __m512 a = _mm512_set1_ps(ap[r]);
       acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
     }
@@ -121,17 +110,15 @@ __attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* 
 
 struct Avx2Kernel {
   static constexpr int kMr = 6, kNr = 16;
-  template <bool kRowPanel>
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx2<kRowPanel>(kc, ap, bp, c, ldc, first);
+    RunAvx2(kc, ap, bp, c, ldc, first);
   }
 };
 
 struct Avx512Kernel {
   static constexpr int kMr = 12, kNr = 32;
-  template <bool kRowPanel>
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx512<kRowPanel>(kc, ap, bp, c, ldc, first);
+    RunAvx512(kc, ap, bp, c, ldc, first);
   }
 };
 #endif
@@ -147,21 +134,44 @@ struct Operands {
   size_t ldc;
 };
 
-// op(A)[i0 + i][p0 + kk] for i < mc, kk < kc, into kMr-row panels of
-// kMr x kGemmKBlock floats, in the layout AElement reads (row panels when A
-// is not transposed); rows past mc are zeros (their results are never
-// stored). A pure copy.
+// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols:
+// the packers' transposing copy, in 4 x 4 blocks of SSE registers (baseline
+// x86-64) where they fit, element by element at the edges. A pure copy.
+void TransposeCopy(const float* src, size_t src_stride, int rows, int cols, float* dst,
+                   size_t dst_stride) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* s0 = src + r * src_stride;
+    int c = 0;
+    for (; c + 4 <= cols; c += 4) {
+      __m128 row0 = _mm_loadu_ps(s0 + c), row1 = _mm_loadu_ps(s0 + src_stride + c);
+      __m128 row2 = _mm_loadu_ps(s0 + 2 * src_stride + c), row3 = _mm_loadu_ps(s0 + 3 * src_stride + c);
+      _MM_TRANSPOSE4_PS(row0, row1, row2, row3);
+      float* d = dst + c * dst_stride + r;
+      _mm_storeu_ps(d, row0);
+      _mm_storeu_ps(d + dst_stride, row1);
+      _mm_storeu_ps(d + 2 * dst_stride, row2);
+      _mm_storeu_ps(d + 3 * dst_stride, row3);
+    }
+    for (; c < cols; ++c)
+      for (int q = 0; q < 4; ++q) dst[c * dst_stride + r + q] = s0[q * src_stride + c];
+  }
+  for (; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
+}
+
+// op(A)[i0 + i][p0 + kk] for i < mc, kk < kc, into kMr-row panels, each
+// kc x kMr (panel[kk * kMr + r]); rows past mc are zeros (their results are
+// never stored). A pure copy.
 template <int kMr>
 void PackA(const Operands& g, int i0, int mc, int p0, int kc, float* out) {
   for (int ip = 0; ip < mc; ip += kMr) {
     const int rows = std::min(kMr, mc - ip);
-    float* panel = out + static_cast<size_t>(ip / kMr) * kGemmKBlock * kMr;
+    float* panel = out + static_cast<size_t>(ip) * kc;
     if (!g.transpose_a) {
-      for (int r = 0; r < rows; ++r) {
-        const float* row = g.a + static_cast<size_t>(i0 + ip + r) * g.lda + p0;
-        std::copy_n(row, kc, panel + r * kGemmKBlock);
-      }
-      for (int r = rows; r < kMr; ++r) std::fill_n(panel + r * kGemmKBlock, kc, 0.0f);
+      TransposeCopy(g.a + static_cast<size_t>(i0 + ip) * g.lda + p0, g.lda, rows, kc, panel, kMr);
+      for (int kk = 0; kk < kc; ++kk)
+        for (int r = rows; r < kMr; ++r) panel[kk * kMr + r] = 0.0f;
     } else {
       for (int kk = 0; kk < kc; ++kk) {
         const float* row = g.a + static_cast<size_t>(p0 + kk) * g.lda + i0 + ip;
@@ -186,12 +196,9 @@ void PackB(const Operands& g, int j0, int nc, int p0, int kc, float* out) {
         for (int j = cols; j < kNr; ++j) panel[kk * kNr + j] = 0.0f;
       }
     } else {
-      for (int j = 0; j < cols; ++j) {
-        const float* column = g.b + static_cast<size_t>(j0 + jp + j) * g.ldb + p0;
-        for (int kk = 0; kk < kc; ++kk) panel[kk * kNr + j] = column[kk];
-      }
-      for (int j = cols; j < kNr; ++j)
-        for (int kk = 0; kk < kc; ++kk) panel[kk * kNr + j] = 0.0f;
+      TransposeCopy(g.b + static_cast<size_t>(j0 + jp) * g.ldb + p0, g.ldb, cols, kc, panel, kNr);
+      for (int kk = 0; kk < kc; ++kk)
+        for (int j = cols; j < kNr; ++j) panel[kk * kNr + j] = 0.0f;
     }
   }
 }
@@ -222,8 +229,11 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
   float* packed_a = space.Get(a_floats + static_cast<size_t>(kNBlockMax) * kGemmKBlock);
   float* packed_b = packed_a + a_floats;
   alignas(64) float tile[kMr * kNr];
-  for (int p0 = 0; p0 < g.k; p0 += kGemmKBlock) {
-    const int kc = std::min(kGemmKBlock, g.k - p0);
+  // K in equal blocks of at most kGemmKBlock (a speed choice: no bit depends on it).
+  const int blocks = (g.k + kGemmKBlock - 1) / kGemmKBlock;
+  const int block_k = (g.k + blocks - 1) / blocks;
+  for (int p0 = 0; p0 < g.k; p0 += block_k) {
+    const int kc = std::min(block_k, g.k - p0);
     const bool first = p0 == 0;
     PackB<kNr>(g, j0, nc, p0, kc, packed_b);
     for (int i0 = r0; i0 < r0 + rows; i0 += kMBlock) {
@@ -234,19 +244,17 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
         const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
         for (int ip = 0; ip < mc; ip += kMr) {
           const int panel_rows = std::min(kMr, mc - ip);
-          const float* a_panel = packed_a + static_cast<size_t>(ip / kMr) * kGemmKBlock * kMr;
+          const float* a_panel = packed_a + static_cast<size_t>(ip) * kc;
           float* c = g.c + static_cast<size_t>(i0 + ip) * g.ldc + j0 + jp;
           if (panel_rows == kMr && cols == kNr) {
-            g.transpose_a ? Kernel::template Run<false>(kc, a_panel, b_panel, c, g.ldc, first)
-                          : Kernel::template Run<true>(kc, a_panel, b_panel, c, g.ldc, first);
+            Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
             continue;
           }
           // An edge tile runs in `tile`: only C's own elements are read and written.
           if (!first)
             for (int r = 0; r < panel_rows; ++r)
               for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
-          g.transpose_a ? Kernel::template Run<false>(kc, a_panel, b_panel, tile, kNr, first)
-                        : Kernel::template Run<true>(kc, a_panel, b_panel, tile, kNr, first);
+          Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
           for (int r = 0; r < panel_rows; ++r)
             for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
         }

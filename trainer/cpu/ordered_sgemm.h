@@ -15,7 +15,7 @@
 // fma(a, b, +0) is +0). How the code gets there, none of which changes a bit:
 //   - vectors run across j (and registers across i), never along k: no split-k,
 //     no paired accumulators, no horizontal sums;
-//   - k is cut into blocks of kGemmKBlock; each block continues from the running
+//   - k is cut into equal blocks of at most kGemmKBlock; each continues from the running
 //     value (C loaded into the accumulators), never "zero, sum the block, add";
 //   - packing copies A and B as they are: padding only along i and j (lanes
 //     that are computed and thrown away), never along k (Inf * 0 = NaN);
@@ -35,7 +35,7 @@ namespace dmlp {
 /// The accumulation order above, as the fingerprint records it (fingerprint.blas.kernel).
 inline constexpr const char* kGemmOrder = "fma-chain-k-ascending";
 /// The k-block: a speed setting only (each block continues from the running value).
-inline constexpr int kGemmKBlock = 256;
+inline constexpr int kGemmKBlock = 128;
 
 /// The micro-kernels: all give the same bits; they differ in speed and in the CPU they need.
 enum class GemmIsa { kScalar, kAvx2, kAvx512 };
