@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "common/file_util.h"
 #include "common/flock_holder.h"
 
 namespace dmlp {
@@ -31,12 +32,8 @@ bool StillNamed(int directory_fd, int fd) {
 
 }  // namespace
 
-OutputLock::OutputLock(const OutDir& out, int fd, bool created)
-    : directory_fd_(::fcntl(out.fd(), F_DUPFD_CLOEXEC, 0)),
-      fd_(fd),
-      remove_on_release_(created) {
-  if (created) cleanup_ = TerminationCleanup(out.fd(), kLockFile, fd, false);
-}
+OutputLock::OutputLock(int directory_fd, int fd, bool created, TerminationCleanup cleanup)
+    : directory_fd_(directory_fd), fd_(fd), remove_on_release_(created), cleanup_(std::move(cleanup)) {}
 
 Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
   // A few rounds at most: each retry means the file was removed or replaced
@@ -75,7 +72,27 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
       ::close(fd);
       continue;
     }
-    return OutputLock(out, fd, created);
+    // The descriptors that remove the file later, at the end or on SIGTERM.
+    // Without them the file would outlive the job: give it up now (it is
+    // ours, held and still named), and fail saying why.
+    const int directory_fd = ::fcntl(out.fd(), F_DUPFD_CLOEXEC, 0);
+    const int dup_error = errno;
+    Result<TerminationCleanup> cleanup = TerminationCleanup();
+    if (directory_fd < 0) {
+      cleanup = Status::Error(IsDescriptorShortage(dup_error) ? "RESOURCE_EXHAUSTED" : "IO_ERROR",
+                              "lock " + out.PathOf(kLockFile) + ": " +
+                                  (IsDescriptorShortage(dup_error) ? DescribeDescriptorShortage(dup_error)
+                                                                   : std::strerror(dup_error)));
+    } else if (created) {
+      cleanup = TerminationCleanup::Register(out.fd(), kLockFile, fd, false);
+    }
+    if (!cleanup.ok()) {
+      if (created) ::unlinkat(out.fd(), kLockFile, 0);
+      ::close(fd);
+      if (directory_fd >= 0) ::close(directory_fd);
+      return cleanup.status();
+    }
+    return OutputLock(directory_fd, fd, created, std::move(cleanup).value());
   }
   return Status::Error("OUTPUT_LOCKED", out.path() + ": " + kLockFile + " keeps being replaced");
 }

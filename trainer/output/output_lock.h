@@ -40,7 +40,7 @@ class OutputLock {
   void Finish() { remove_on_release_ = true; }
 
  private:
-  OutputLock(const OutDir& out, int fd, bool created);
+  OutputLock(int directory_fd, int fd, bool created, TerminationCleanup cleanup);
 
   int directory_fd_ = -1;  // a dup of the OutDir's descriptor
   int fd_ = -1;

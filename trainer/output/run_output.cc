@@ -108,19 +108,24 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   if (plan.process_id == 0) {
     DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, out.CreateFile(kMetricsFile, "OUTPUT_EXISTS"));
     output.created_.push_back(out.PathOf(kMetricsFile));
-    output.cleanups_.emplace_back(out.fd(), kMetricsFile, output.metrics_fd_, true);
+    DMLP_ASSIGN_OR_RETURN(TerminationCleanup metrics_cleanup,
+                          TerminationCleanup::Register(out.fd(), kMetricsFile, output.metrics_fd_, true));
+    output.cleanups_.push_back(std::move(metrics_cleanup));
     output.metrics_file_ = ReceiptFile(output.metrics_fd_, out.PathOf(kMetricsFile), plan.process_id);
   }
   const std::string rank_name = RankFileName(plan.process_id);
   DMLP_ASSIGN_OR_RETURN(output.rank_fd_, out.CreateFile(rank_name, "OUTPUT_EXISTS"));
   output.created_.push_back(out.PathOf(rank_name));
-  output.cleanups_.emplace_back(out.fd(), rank_name.c_str(), output.rank_fd_, true);
+  DMLP_ASSIGN_OR_RETURN(TerminationCleanup rank_cleanup,
+                        TerminationCleanup::Register(out.fd(), rank_name.c_str(), output.rank_fd_, true));
+  output.cleanups_.push_back(std::move(rank_cleanup));
   output.rank_file_ = ReceiptFile(output.rank_fd_, out.PathOf(rank_name), plan.process_id);
   // The env file last: a look at OUT_DIR never finds it without the receipts.
   const std::string env_name = EnvFileName(plan.process_id);
   DMLP_ASSIGN_OR_RETURN(output.env_fd_, out.CreateFile(env_name, "OUTPUT_EXISTS"));
   output.env_path_ = out.PathOf(env_name);
-  output.env_cleanup_ = TerminationCleanup(out.fd(), env_name.c_str(), output.env_fd_, false);
+  DMLP_ASSIGN_OR_RETURN(output.env_cleanup_,
+                        TerminationCleanup::Register(out.fd(), env_name.c_str(), output.env_fd_, false));
   output.image_id_ = std::move(image_id);
   output.env_ = RankEnvRecorder(output.env_fd_, output.env_path_, plan.process_id,
                                 BuildDocument(ThisBuild(), output.image_id_));

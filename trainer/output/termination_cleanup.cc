@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <string>
 #include <utility>
+
+#include "common/file_util.h"
 
 namespace dmlp {
 namespace {
@@ -55,21 +59,30 @@ void InstallTerminationCleanup() {
   }
 }
 
-TerminationCleanup::TerminationCleanup(int directory_fd, const char* name, int fd,
-                                       bool only_if_empty) {
-  if (std::strlen(name) >= sizeof(Slot::name)) return;
+Result<TerminationCleanup> TerminationCleanup::Register(int directory_fd, const char* name, int fd,
+                                                        bool only_if_empty) {
+  if (std::strlen(name) >= sizeof(Slot::name))
+    return Status::Error("INTERNAL", std::string("termination cleanup: name too long: ") + name);
   for (int index = 0; index < kSlots; ++index) {
     bool expected = false;
     if (!claimed[index].compare_exchange_strong(expected, true)) continue;
+    TerminationCleanup cleanup(index);  // releases the slot on every return below
     Slot& slot = slots[index];
     slot.directory_fd = ::fcntl(directory_fd, F_DUPFD_CLOEXEC, 0);
-    slot.fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (slot.directory_fd >= 0) slot.fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (slot.directory_fd < 0 || slot.fd < 0) {
+      const int error = errno;
+      return Status::Error(IsDescriptorShortage(error) ? "RESOURCE_EXHAUSTED" : "IO_ERROR",
+                           std::string("cannot keep ") + name + " removable on SIGTERM: " +
+                               (IsDescriptorShortage(error) ? DescribeDescriptorShortage(error)
+                                                            : std::strerror(error)));
+    }
     slot.only_if_empty = only_if_empty;
     std::strcpy(slot.name, name);
-    slot.active.store(slot.directory_fd >= 0 && slot.fd >= 0);
-    slot_ = index;
-    return;
+    slot.active.store(true);
+    return cleanup;
   }
+  return Status::Error("INTERNAL", std::string("termination cleanup: no slot left for ") + name);
 }
 
 TerminationCleanup::TerminationCleanup(TerminationCleanup&& other) noexcept

@@ -8,8 +8,13 @@
 // one that is still the same file (same inode under its name) and, for
 // receipts, still empty, then lets the signal kill the process as before.
 // The handler only calls async-signal-safe functions (fstat, fstatat,
-// unlinkat, signal, raise) on descriptors duplicated at registration.
+// unlinkat, signal, raise) on descriptors duplicated at registration; when
+// they cannot be duplicated (no descriptor left) registration fails, and the
+// caller removes the file and fails too: a file no signal could remove is
+// never kept.
 #pragma once
+
+#include "common/status.h"
 
 namespace dmlp {
 
@@ -22,13 +27,17 @@ class TerminationCleanup {
   TerminationCleanup() = default;
   /// Registers `name` in the directory `directory_fd`, open here as `fd`.
   /// `only_if_empty`: removed only while it has no byte (a receipt file).
-  TerminationCleanup(int directory_fd, const char* name, int fd, bool only_if_empty);
+  /// RESOURCE_EXHAUSTED when the descriptors cannot be duplicated (naming
+  /// RLIMIT_NOFILE); INTERNAL when every slot is taken or the name is too long.
+  static Result<TerminationCleanup> Register(int directory_fd, const char* name, int fd,
+                                             bool only_if_empty);
   TerminationCleanup(TerminationCleanup&& other) noexcept;
   TerminationCleanup& operator=(TerminationCleanup&& other) noexcept;
   TerminationCleanup(const TerminationCleanup&) = delete;
   ~TerminationCleanup();
 
  private:
+  explicit TerminationCleanup(int slot) : slot_(slot) {}
   void Release();
   int slot_ = -1;
 };
