@@ -3,6 +3,7 @@ add_executable(trainer_test
   ${CMAKE_CURRENT_LIST_DIR}/job_identity_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/run_output_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/termination_cleanup_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/rank_env_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cc

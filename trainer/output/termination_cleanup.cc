@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -48,7 +50,40 @@ void OnTermination(int signal_number) {
   std::raise(signal_number);
 }
 
+[[noreturn]] void OnTerminate() {
+  // One report: a second thread that terminates meanwhile waits for the exit.
+  static std::atomic<bool> ending{false};
+  if (ending.exchange(true))
+    for (;;) ::pause();
+  RemoveRegistered();
+  const Status status = TerminateMessage(std::current_exception());
+  std::fprintf(stderr, "dmlp-train: error: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  ::_exit(1);
+}
+
 }  // namespace
+
+Status TerminateMessage(std::exception_ptr escaped) {
+  std::string what = "std::terminate called with no exception in flight";
+  if (escaped) {
+    try {
+      std::rethrow_exception(escaped);
+    } catch (const std::exception& error) {
+      what = error.what();
+    } catch (...) {
+      what = "an exception that is not a std::exception";
+    }
+  }
+  // Gloo's words for a shortage are strerror's, after its own location;
+  // ENFILE's text begins with EMFILE's.
+  for (int error : {ENFILE, EMFILE}) {
+    if (what.find(std::strerror(error)) != std::string::npos)
+      return Status::Error("RESOURCE_EXHAUSTED",
+                           DescribeDescriptorShortage(error) + " in a library's thread: " + what);
+  }
+  return Status::Error("INTERNAL", "uncaught exception in a library's thread: " + what);
+}
 
 void InstallTerminationCleanup() {
   for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) {
@@ -57,6 +92,7 @@ void InstallTerminationCleanup() {
     sigemptyset(&action.sa_mask);
     ::sigaction(signal_number, &action, nullptr);
   }
+  std::set_terminate(OnTerminate);
 }
 
 Result<TerminationCleanup> TerminationCleanup::Register(int directory_fd, const char* name, int fd,

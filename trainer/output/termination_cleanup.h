@@ -1,4 +1,4 @@
-// defines: InstallTerminationCleanup, TerminationCleanup
+// defines: InstallTerminationCleanup, TerminationCleanup, TerminateMessage
 //
 // A job that started but is stopped before its first step (dmlp-launch tears
 // every rank down with SIGTERM when one rank fails) must not leave 0-byte
@@ -12,14 +12,30 @@
 // they cannot be duplicated (no descriptor left) registration fails, and the
 // caller removes the file and fails too: a file no signal could remove is
 // never kept.
+//
+// std::terminate ends the rank the same way: an exception that escapes a
+// thread dmlp does not own (Gloo's device loop throws gloo::EnforceNotMet
+// from its own thread when accept() gets EMFILE: the image rehearsal's
+// podman build, RLIMIT_NOFILE=30) would abort() and leave dmlp.lock and the
+// empty receipts behind. The handler removes the registered files, says what
+// escaped (RESOURCE_EXHAUSTED naming RLIMIT_NOFILE for a descriptor
+// shortage, else INTERNAL) and exits 1, as a failure the trainer reports.
 #pragma once
+
+#include <exception>
+#include <string>
 
 #include "common/status.h"
 
 namespace dmlp {
 
-/// main: installs the handler (once, before anything is created).
+/// main: installs the handlers (once, before anything is created): SIGTERM,
+/// SIGINT, SIGHUP and std::terminate.
 void InstallTerminationCleanup();
+
+/// The error std::terminate's handler reports for `escaped` (null: terminate
+/// called with no exception in flight).
+Status TerminateMessage(std::exception_ptr escaped);
 
 /// One registered file; unregisters (and closes its duplicates) when destroyed.
 class TerminationCleanup {
