@@ -101,14 +101,16 @@ std::vector<GemmIsa> Kernels() {
   return kernels;
 }
 
-// Off every tile (12/6/4 rows, 32/16/8 columns, 96 x 256 tasks); K = 2 * 256 + 37
-// crosses two block boundaries and is a multiple of no unroll; the MLP's
-// transposes, including the CLASSES=10 layer.
+// Off every tile (12/6/4 rows, 32/16/8 columns, 192-row A blocks, 24-row
+// chunks, 1024-column B blocks); K = 2 * 256 + 37 crosses two k-block
+// boundaries and is a multiple of no unroll; the MLP's transposes, including
+// the CLASSES=10 layer, which the AVX-512 kernel runs transposed (n <= 16, m >= 32).
 const Case kCases[] = {
     {1, 1, 1, false, false},     {13, 33, 549, false, false}, {97, 257, 549, false, false},
     {7, 10, 300, false, false},  {100, 10, 37, true, false},  {37, 70, 549, true, false},
     {61, 45, 517, false, true},  {23, 129, 10, false, true},  {50, 31, 256, true, true},
-    {5, 300, 513, false, false},
+    {5, 300, 513, false, false}, {200, 40, 549, true, false}, {130, 16, 600, false, true},
+    {64, 3, 513, true, true},    {20, 1100, 40, false, false}, {33, 17, 700, false, false},
 };
 
 TEST(OrderedSgemmTest, EveryKernelGivesTheRuleBitsWithOneAndTwoThreads) {

@@ -1,278 +1,215 @@
-// dmlp's SGEMM by the order rule of ordered_sgemm.h: packing, blocking,
-// threads and the three micro-kernels. The AVX-512 and AVX2 kernels are
-// compiled for their ISA by function attributes (the rest of the file stays
-// baseline x86-64), and only called after GemmIsaSupported said yes.
+// dmlp's SGEMM by the order rule of ordered_sgemm.h: blocking, threads and
+// the choice of kernel. The micro-kernels are in ordered_sgemm_kernels.h,
+// the packers in ordered_sgemm_pack.h.
 #include "trainer/cpu/ordered_sgemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
+#include <atomic>
 #include <cstdlib>
 #include <vector>
+
+#include "trainer/cpu/ordered_sgemm_kernels.h"
+#include "trainer/cpu/ordered_sgemm_pack.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace dmlp {
 namespace {
 
-// Rows of C per packed A block (a multiple of every kernel's 12, 6 or 4 rows)
-// and the most columns per packed B block. A task's columns are one B block,
-// as wide as the threads allow, so that A (read from memory) is packed as few
-// times as possible: the A block (96 x 256 floats, 96 KiB) and the B block
-// (at most 256 x 1024, 1 MiB) stay in L2.
-constexpr int kMBlock = 96;
-constexpr int kNBlockMax = 1024;
-
-// MXCSR: round to nearest, every exception masked, flush-to-zero and
-// denormals-are-zero off; the caller's value comes back on scope exit.
-class KnownMxcsr {
- public:
-  KnownMxcsr() : saved_(_mm_getcsr()) { _mm_setcsr(0x1F80); }
-  ~KnownMxcsr() { _mm_setcsr(saved_); }
-  KnownMxcsr(const KnownMxcsr&) = delete;
-  KnownMxcsr& operator=(const KnownMxcsr&) = delete;
-
- private:
-  unsigned saved_;
-};
-
-// A micro-kernel: the kMr x kNr tile of C at c (row stride ldc) continues its
-// chains over kc values of k: acc = fma(ap[kk][r], bp[kk][j], acc) for kk = 0, 1, ...
-// ap is packed kc x kMr (ap[kk * kMr + r]: one contiguous stream, whatever
-// A's layout), bp kc x kNr. first: the chains start at +0 and C is
-// not read; else they start from C (the running value of the earlier blocks).
-
-struct ScalarKernel {
-  static constexpr int kMr = 4, kNr = 8;
-  static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    float acc[kMr][kNr];
-    for (int r = 0; r < kMr; ++r)
-      for (int j = 0; j < kNr; ++j) acc[r][j] = first ? 0.0f : c[r * ldc + j];
-    for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += kNr)
-      for (int r = 0; r < kMr; ++r)
-        for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(ap[r], bp[j], acc[r][j]);
-    for (int r = 0; r < kMr; ++r)
-      for (int j = 0; j < kNr; ++j) c[r * ldc + j] = acc[r][j];
-  }
-};
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define DMLP_SGEMM_X86 1
-
-__attribute__((target("avx2,fma"))) void RunAvx2(int kc, const float* ap, const float* bp, float* c,
-                                                  size_t ldc, bool first) {
-  constexpr int kMr = 6;
-  __m256 acc0[kMr], acc1[kMr];
-#pragma GCC unroll 6
-  for (int r = 0; r < kMr; ++r) {
-    acc0[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc);
-    acc1[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8);
-  }
-  for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += 16) {
-    const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      const __m256 a = _mm256_broadcast_ss(ap + r);
-      acc0[r] = _mm256_fmadd_ps(a, b0, acc0[r]);
-      acc1[r] = _mm256_fmadd_ps(a, b1, acc1[r]);
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < kMr; ++r) {
-    _mm256_storeu_ps(c + r * ldc, acc0[r]);
-    _mm256_storeu_ps(c + r * ldc + 8, acc1[r]);
-  }
-}
-
-__attribute__((target("avx512f,avx2,fma"))) void RunAvx512(int kc, const float* ap, const float* bp,
-                                                            float* c, size_t ldc, bool first) {
-  constexpr int kMr = 12;
-  __m512 acc0[kMr], acc1[kMr];
-#pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
-    acc0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
-    acc1[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
-  }
-  for (int kk = 0; kk < kc; ++kk, ap += kMr, bp += 32) {
-    const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
-#pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
-      const __m512 a = _mm512_set1_ps(ap[r]);
-      acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
-    }
-  }
-#pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
-    _mm512_storeu_ps(c + r * ldc, acc0[r]);
-    _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
-  }
-}
-
-struct Avx2Kernel {
-  static constexpr int kMr = 6, kNr = 16;
-  static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx2(kc, ap, bp, c, ldc, first);
-  }
-};
-
-struct Avx512Kernel {
-  static constexpr int kMr = 12, kNr = 32;
-  static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx512(kc, ap, bp, c, ldc, first);
-  }
-};
+using sgemm::KnownMxcsr;
+using sgemm::Operands;
+using sgemm::PackA;
+using sgemm::PackB;
+using sgemm::PackSpace;
+using sgemm::ScalarKernel;
+#ifdef DMLP_SGEMM_X86
+using sgemm::Avx2Kernel;
+using sgemm::Avx512Kernel;
 #endif
 
-struct Operands {
-  bool transpose_a, transpose_b;
-  int m, n, k;
-  const float* a;
-  size_t lda;
-  const float* b;
-  size_t ldb;
-  float* c;  // receives S, the chains' values
-  size_t ldc;
-};
+// Sizes (speed settings only: no bit depends on them; bench/cpu_floor measured
+// them on the MLP's shapes). The most columns per packed B block: the B block
+// (at most kGemmKBlock x 1024 floats, 1 MiB) stays in L2, an A panel
+// (kMr x kGemmKBlock, 12 KiB) in L1.
+constexpr int kNBlockMax = 1024;
+// Rows of A a lone thread packs at a time (whole panels of every kernel: 12,
+// 6 and 4 rows): 192 x kGemmKBlock floats, 192 KiB, beside the B block in L2.
+constexpr int kMcBlock = 192;
+// Panels of A per chunk a thread of RunShared takes at a time (24 rows).
+constexpr int kChunkPanels = 2;
 
-// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols:
-// the packers' transposing copy, in 4 x 4 blocks of SSE registers (baseline
-// x86-64) where they fit, element by element at the edges. A pure copy.
-void TransposeCopy(const float* src, size_t src_stride, int rows, int cols, float* dst,
-                   size_t dst_stride) {
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const float* s0 = src + r * src_stride;
-    int c = 0;
-    for (; c + 4 <= cols; c += 4) {
-      __m128 row0 = _mm_loadu_ps(s0 + c), row1 = _mm_loadu_ps(s0 + src_stride + c);
-      __m128 row2 = _mm_loadu_ps(s0 + 2 * src_stride + c), row3 = _mm_loadu_ps(s0 + 3 * src_stride + c);
-      _MM_TRANSPOSE4_PS(row0, row1, row2, row3);
-      float* d = dst + c * dst_stride + r;
-      _mm_storeu_ps(d, row0);
-      _mm_storeu_ps(d + dst_stride, row1);
-      _mm_storeu_ps(d + 2 * dst_stride, row2);
-      _mm_storeu_ps(d + 3 * dst_stride, row3);
-    }
-    for (; c < cols; ++c)
-      for (int q = 0; q < 4; ++q) dst[c * dst_stride + r + q] = s0[q * src_stride + c];
+// The rows x cols tile of C at c (row stride ldc) on its way into the cache.
+inline void PrefetchTile(const float* c, size_t ldc, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    const char* row = reinterpret_cast<const char*>(c + r * ldc);
+    for (int byte = 0; byte < cols * static_cast<int>(sizeof(float)); byte += 64)
+      _mm_prefetch(row + byte, _MM_HINT_T0);
   }
-  for (; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
-// op(A)[i0 + i][p0 + kk] for i < mc, kk < kc, into kMr-row panels, each
-// kc x kMr (panel[kk * kMr + r]); rows past mc are zeros (their results are
-// never stored). A pure copy.
-template <int kMr>
-void PackA(const Operands& g, int i0, int mc, int p0, int kc, float* out) {
+// S for rows [i0, i0 + mc) and columns [j0, j0 + nc) of C over one k-block
+// (kc values from its start; first: the chains start at +0), from A's
+// packed block (its kMr-row panels) and B's (its kNr-column panels). Each A
+// panel (in L1) runs along the whole B block, whose panels stream from L2,
+// and each C tile is prefetched while the tile before it computes.
+template <typename Kernel>
+void MultiplyBlocks(const Operands& g, const float* packed_a, int i0, int mc, const float* packed_b, int j0,
+                    int nc, int kc, bool first) {
+  constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
+  alignas(64) float tile[kMr * kNr];
   for (int ip = 0; ip < mc; ip += kMr) {
-    const int rows = std::min(kMr, mc - ip);
-    float* panel = out + static_cast<size_t>(ip) * kc;
-    if (!g.transpose_a) {
-      TransposeCopy(g.a + static_cast<size_t>(i0 + ip) * g.lda + p0, g.lda, rows, kc, panel, kMr);
-      for (int kk = 0; kk < kc; ++kk)
-        for (int r = rows; r < kMr; ++r) panel[kk * kMr + r] = 0.0f;
-    } else {
-      for (int kk = 0; kk < kc; ++kk) {
-        const float* row = g.a + static_cast<size_t>(p0 + kk) * g.lda + i0 + ip;
-        for (int r = 0; r < rows; ++r) panel[kk * kMr + r] = row[r];
-        for (int r = rows; r < kMr; ++r) panel[kk * kMr + r] = 0.0f;
+    const int panel_rows = std::min(kMr, mc - ip);
+    const float* a_panel = packed_a + static_cast<size_t>(ip) * kc;
+    float* c_row = g.c + static_cast<size_t>(i0 + ip) * g.ldc + j0;
+    for (int jp = 0; jp < nc; jp += kNr) {
+      const int cols = std::min(kNr, nc - jp);
+      const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
+      float* c = c_row + jp;
+      if (!first && jp + kNr < nc) PrefetchTile(c + kNr, g.ldc, panel_rows, std::min(kNr, nc - jp - kNr));
+      if (panel_rows == kMr && cols == kNr) {
+        Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
+        continue;
       }
+      // An edge tile runs in `tile`: only C's own elements are read and written.
+      if (!first)
+        for (int r = 0; r < panel_rows; ++r)
+          for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
+      Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
+      for (int r = 0; r < panel_rows; ++r)
+        for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
     }
   }
 }
 
-// op(B)[p0 + kk][j0 + j] for kk < kc, j < nc, into kNr-column panels, each kc x kNr;
-// columns past nc are zeros (never stored). A pure copy.
-template <int kNr>
-void PackB(const Operands& g, int j0, int nc, int p0, int kc, float* out) {
-  for (int jp = 0; jp < nc; jp += kNr) {
-    const int cols = std::min(kNr, nc - jp);
-    float* panel = out + static_cast<size_t>(jp / kNr) * kc * kNr;
-    if (!g.transpose_b) {
-      for (int kk = 0; kk < kc; ++kk) {
-        const float* row = g.b + static_cast<size_t>(p0 + kk) * g.ldb + j0 + jp;
-        for (int j = 0; j < cols; ++j) panel[kk * kNr + j] = row[j];
-        for (int j = cols; j < kNr; ++j) panel[kk * kNr + j] = 0.0f;
-      }
-    } else {
-      TransposeCopy(g.b + static_cast<size_t>(j0 + jp) * g.ldb + p0, g.ldb, cols, kc, panel, kNr);
-      for (int kk = 0; kk < kc; ++kk)
-        for (int j = cols; j < kNr; ++j) panel[kk * kNr + j] = 0.0f;
-    }
-  }
+// K in equal blocks of at most kGemmKBlock (a speed choice: no bit depends on it).
+int KBlock(int k) {
+  const int blocks = (k + kGemmKBlock - 1) / kGemmKBlock;
+  return (k + blocks - 1) / blocks;
 }
 
-// 64-byte aligned packing space, one per thread, grown on demand.
-struct PackSpace {
-  float* data = nullptr;
-  size_t floats = 0;
-  ~PackSpace() { std::free(data); }
-  float* Get(size_t wanted) {
-    if (wanted > floats) {
-      std::free(data);
-      data = static_cast<float*>(std::aligned_alloc(64, (wanted * sizeof(float) + 63) / 64 * 64));
-      if (data == nullptr) std::abort();
-      floats = wanted;
-    }
-    return data;
-  }
-};
+// Packing space for one thread: an A block (kMcBlock rows) and a B block.
+template <int kMr>
+float* ThreadPackSpace() {
+  static_assert(kMcBlock % kMr == 0, "A blocks are whole panels");
+  static thread_local PackSpace space;
+  return space.Get(static_cast<size_t>(kMcBlock + kNBlockMax) * kGemmKBlock);
+}
 
-// One task: S for rows [r0, r0 + rows) and columns [j0, j0 + nc) of C. For
-// each k-block in order, B's block is packed once and used by every row block.
+// One task: S for rows [r0, r0 + rows) and columns [j0, j0 + nc) of C, by one
+// thread alone. For each k-block in order, B's block (kc x nc) is packed once
+// and stays in L2; A is packed kMcBlock rows at a time (in L2 too).
 template <typename Kernel>
 void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
-  constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
-  static thread_local PackSpace space;
-  const size_t a_floats = static_cast<size_t>(kMBlock) * kGemmKBlock;
-  float* packed_a = space.Get(a_floats + static_cast<size_t>(kNBlockMax) * kGemmKBlock);
-  float* packed_b = packed_a + a_floats;
-  alignas(64) float tile[kMr * kNr];
-  // K in equal blocks of at most kGemmKBlock (a speed choice: no bit depends on it).
-  const int blocks = (g.k + kGemmKBlock - 1) / kGemmKBlock;
-  const int block_k = (g.k + blocks - 1) / blocks;
+  float* packed_a = ThreadPackSpace<Kernel::kMr>();
+  float* packed_b = packed_a + static_cast<size_t>(kMcBlock) * kGemmKBlock;
+  const int block_k = KBlock(g.k);
   for (int p0 = 0; p0 < g.k; p0 += block_k) {
     const int kc = std::min(block_k, g.k - p0);
-    const bool first = p0 == 0;
-    PackB<kNr>(g, j0, nc, p0, kc, packed_b);
-    for (int i0 = r0; i0 < r0 + rows; i0 += kMBlock) {
-      const int mc = std::min(kMBlock, r0 + rows - i0);
-      PackA<kMr>(g, i0, mc, p0, kc, packed_a);
-      for (int jp = 0; jp < nc; jp += kNr) {
-        const int cols = std::min(kNr, nc - jp);
-        const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
-        for (int ip = 0; ip < mc; ip += kMr) {
-          const int panel_rows = std::min(kMr, mc - ip);
-          const float* a_panel = packed_a + static_cast<size_t>(ip) * kc;
-          float* c = g.c + static_cast<size_t>(i0 + ip) * g.ldc + j0 + jp;
-          if (panel_rows == kMr && cols == kNr) {
-            Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
-            continue;
-          }
-          // An edge tile runs in `tile`: only C's own elements are read and written.
-          if (!first)
-            for (int r = 0; r < panel_rows; ++r)
-              for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
-          Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
-          for (int r = 0; r < panel_rows; ++r)
-            for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
-        }
+    PackB<Kernel::kNr>(g, j0, nc, p0, kc, packed_b);
+    for (int i0 = r0; i0 < r0 + rows; i0 += kMcBlock) {
+      const int mc = std::min(kMcBlock, r0 + rows - i0);
+      PackA<Kernel::kMr>(g, i0, mc, p0, kc, packed_a);
+      MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, j0, nc, kc, p0 == 0);
+    }
+  }
+}
+
+// S by a team of `threads` threads (OpenMP) sharing B: for each k-block,
+// the threads pack B's block together (each a share of its panels) between
+// two barriers, then take chunks of A's rows (kChunkPanels panels) as they
+// come free, each packing its chunk and multiplying it by the whole B block.
+// So no operand is packed twice, and a thread that the system stops for a
+// while (a digest hasher, another tenant) leaves its chunks to the others
+// instead of keeping them waiting at the next barrier.
+template <typename Kernel>
+void RunShared(const Operands& g, int threads) {
+  constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
+  float* shared_b = ThreadPackSpace<kMr>() + static_cast<size_t>(kMcBlock) * kGemmKBlock;  // the caller's
+  const int block_k = KBlock(g.k);
+  const int k_blocks = (g.k + block_k - 1) / block_k;
+  const int chunk_rows = kChunkPanels * kMr;
+  const int chunks = (g.m + chunk_rows - 1) / chunk_rows;
+  std::vector<std::atomic<int>> next_chunk(static_cast<size_t>(k_blocks));
+  for (std::atomic<int>& next : next_chunk) next.store(0, std::memory_order_relaxed);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    KnownMxcsr mxcsr;  // in every worker thread
+#ifdef _OPENMP
+    const int t = omp_get_thread_num();
+#else
+    const int t = 0;
+#endif
+    float* packed_a = ThreadPackSpace<kMr>();
+    const int panels = (g.n + kNr - 1) / kNr;
+    const int first_panel = t * panels / threads, end_panel = (t + 1) * panels / threads;
+    for (int block = 0; block < k_blocks; ++block) {
+      const int p0 = block * block_k, kc = std::min(block_k, g.k - p0);
+#ifdef _OPENMP
+      if (block > 0) {
+#pragma omp barrier
+      }  // every thread done with the last B block
+#endif
+      if (first_panel < end_panel)
+        PackB<kNr>(g, first_panel * kNr, std::min(g.n, end_panel * kNr) - first_panel * kNr, p0, kc,
+                   shared_b + static_cast<size_t>(first_panel) * kc * kNr);
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+      for (int chunk = next_chunk[block]++; chunk < chunks; chunk = next_chunk[block]++) {
+        const int i0 = chunk * chunk_rows, mc = std::min(chunk_rows, g.m - i0);
+        PackA<kMr>(g, i0, mc, p0, kc, packed_a);
+        MultiplyBlocks<Kernel>(g, packed_a, i0, mc, shared_b, 0, g.n, kc, p0 == 0);
       }
     }
   }
 }
 
-// S into g.c for every element. A task is a block of columns (one per
-// thread, at most kNBlockMax wide, whole tiles) over all rows, so B is packed
-// once per k-block and A once per thread; when there are fewer column blocks
-// than threads, the rows are cut too (in whole tiles).
+template <typename Kernel>
+void Chains(const Operands& g, int threads);
+
+// S for a C of few columns (CLASSES = 10 against the AVX-512 kernel's 32
+// lanes) as the transposed problem, S^T = op(B)^T op(A)^T, whose many
+// columns fill the lanes; then S^T's elements are copied to their places in C.
+// Every element is still one chain over k in increasing order: element
+// (j, i) of S^T chains fma(op(B)[k][j], op(A)[i][k], s), and fma's product
+// does not depend on its operands' order.
+template <typename Kernel>
+void TransposedChains(const Operands& g, int threads) {
+  static thread_local std::vector<float> transposed;
+  transposed.resize(static_cast<size_t>(g.n) * g.m);
+  const Operands t{!g.transpose_b, !g.transpose_a, g.n, g.m, g.k, g.b, g.ldb, g.a, g.lda,
+                   transposed.data(), static_cast<size_t>(g.m)};
+  Chains<Kernel>(t, threads);
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j) g.c[static_cast<size_t>(i) * g.ldc + j] = transposed[static_cast<size_t>(j) * g.m + i];
+}
+
+// S into g.c for every element: transposed when C has few columns; with
+// several threads and C at most kNBlockMax wide with rows to share, a team
+// sharing B (RunShared); else tasks, each a block of columns (whole tiles,
+// at most kNBlockMax wide) over a group of rows, run by one thread.
 template <typename Kernel>
 void Chains(const Operands& g, int threads) {
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
   threads = std::max(1, threads);
+  if (2 * g.n <= kNr && g.m >= kNr) {  // more than half the lanes empty: transposed, they fill
+    TransposedChains<Kernel>(g, threads);
+    return;
+  }
   const int column_tiles = (g.n + kNr - 1) / kNr;
-  const int block = std::min(kNBlockMax, (column_tiles + threads - 1) / threads * kNr);
+  const int team_columns = (column_tiles + threads - 1) / threads * kNr;
+  const int row_chunks = (g.m + kChunkPanels * kMr - 1) / (kChunkPanels * kMr);
+  if (threads > 1 && column_tiles >= threads && g.n <= kNBlockMax && row_chunks >= 2 * threads) {
+    RunShared<Kernel>(g, threads);
+    return;
+  }
+  const int block = std::min(kNBlockMax, team_columns);
   const int column_tasks = (g.n + block - 1) / block;
   const int row_tiles = (g.m + kMr - 1) / kMr;
   const int row_groups = std::min(row_tiles, std::max(1, (threads + column_tasks - 1) / column_tasks));

@@ -13,14 +13,17 @@
 // so each element of C is one chain of once-rounded FMAs in increasing k,
 // started at +0 (never peeled into a plain multiply: a product can be -0 where
 // fma(a, b, +0) is +0). How the code gets there, none of which changes a bit:
-//   - vectors run across j (and registers across i), never along k: no split-k,
+//   - vectors run across j (and registers across i), or, for a C of few
+//     columns, the other way round (the transposed problem S^T = op(B)^T op(A)^T,
+//     fma's product being the same either way), never along k: no split-k,
 //     no paired accumulators, no horizontal sums;
 //   - k is cut into equal blocks of at most kGemmKBlock; each continues from the running
 //     value (C loaded into the accumulators), never "zero, sum the block, add";
 //   - packing copies A and B as they are: padding only along i and j (lanes
 //     that are computed and thrown away), never along k (Inf * 0 = NaN);
 //   - alpha and beta are applied once, after the chain, never folded into packing;
-//   - threads split C into blocks of rows and columns, never k;
+//   - threads split C into blocks of rows and columns, never k (which thread
+//     computes a block may change from call to call; its chains may not);
 //   - MXCSR is set to round-to-nearest with flush-to-zero and denormals-are-zero
 //     off in every thread that runs a kernel (hardware FMA obeys them, a
 //     software fmaf does not), and restored afterwards;
@@ -35,7 +38,7 @@ namespace dmlp {
 /// The accumulation order above, as the fingerprint records it (fingerprint.blas.kernel).
 inline constexpr const char* kGemmOrder = "fma-chain-k-ascending";
 /// The k-block: a speed setting only (each block continues from the running value).
-inline constexpr int kGemmKBlock = 128;
+inline constexpr int kGemmKBlock = 256;
 
 /// The micro-kernels: all give the same bits; they differ in speed and in the CPU they need.
 enum class GemmIsa { kScalar, kAvx2, kAvx512 };
