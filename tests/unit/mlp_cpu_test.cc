@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
 
 namespace dmlp {
@@ -202,6 +203,32 @@ TEST(MlpCpuTest, DeterministicAcrossCallsAndWorkspaceReuse) {
   EXPECT_EQ(std::memcmp(first.data(), again.data(), p * 4), 0);
   EXPECT_EQ(std::memcmp(&loss1, &loss2, 4), 0);
   EXPECT_NE(first, other);
+}
+
+// The element-wise passes run on the rank's threads in pieces (bias and ReLU
+// by rows, the ReLU mask by elements, the bias gradient by columns): big
+// enough that every pass really splits, 1, 2 and 3 threads give the same bits.
+TEST(MlpCpuTest, ThreadsOfTheElementWisePassesDoNotChangeABit) {
+  const Problem problem = MakeProblem(Layout(40, 300, 2, 10), 160, 320, 9);
+  const size_t p = problem.layout.parameter_count();
+  Result<CpuMlp> mlp = CpuMlp::Create(problem.layout, 160);
+  ASSERT_TRUE(mlp.ok());
+  std::vector<std::vector<float>> grads;
+  std::vector<float> losses;
+  for (int threads : {1, 2, 3}) {
+    ASSERT_TRUE(InitCpuGemm(threads).ok());
+    SetCpuParallelThreads(threads);
+    grads.emplace_back(p);
+    losses.push_back(mlp->ShardGradient(problem.params.data(), problem.inputs.data(), problem.labels.data(), 320,
+                                        grads.back().data()));
+  }
+  SetCpuParallelThreads(1);
+  ASSERT_TRUE(InitCpuGemm(1).ok());
+  for (size_t t = 1; t < grads.size(); ++t) {
+    SCOPED_TRACE("threads " + std::to_string(t + 1));
+    EXPECT_EQ(std::memcmp(grads[0].data(), grads[t].data(), p * 4), 0);
+    EXPECT_EQ(std::memcmp(&losses[0], &losses[t], 4), 0);
+  }
 }
 
 TEST(MlpCpuTest, ShardGradientsAddUpToTheBatchGradient) {

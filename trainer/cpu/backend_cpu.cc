@@ -103,13 +103,15 @@ class CpuBackend final : public Backend {
   Status ReduceAndApply() override {
     DMLP_RETURN_IF_ERROR(Reduce());
     PhaseTimer timer(optimizer_seconds_);
-    last_loss_ = reduced_[reduction_.loss_index()] / static_cast<float>(plan_.batch);
+    const float* reduced = Reduced();
+    last_loss_ = reduced[reduction_.loss_index()] / static_cast<float>(plan_.batch);
     int32_t count = 0;
     std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
     count = AdamNextCount(count);
     // Element-wise: each parameter's update reads only its own four values.
     const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
-    float *grad = reduced_.data(), *p = params(), *m = mu(), *v = nu();
+    const float* grad = reduced;
+    float *p = params(), *m = mu(), *v = nu();
     ParallelRanges(layout_.parameter_count(), kElementGrain, [=](size_t first, size_t last) {
       AdamUpdate(scalars, grad + first, p + first, m + first, v + first, last - first);
     });
@@ -125,7 +127,11 @@ class CpuBackend final : public Backend {
   }
 
   Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) override {
-    std::memcpy(buffer, image_.data(), image_.size());
+    // On the rank's threads: a byte copy, split anywhere.
+    const uint8_t* image = image_.data();
+    ParallelRanges(image_.size(), kCopyGrain, [=](size_t first, size_t last) {
+      std::memcpy(buffer + first, image + first, last - first);
+    });
     return SnapshotWaiter([] { return Status::Ok(); });
   }
 
@@ -168,6 +174,13 @@ class CpuBackend final : public Backend {
             [] { return Status::Ok(); }};
   }
 
+  // The reduced vector (gradient, loss sum, zeros): partials_ itself when one
+  // rank computes one shard, as Reduce() leaves it; reduced_ otherwise.
+  const float* Reduced() const {
+    const bool in_place = !collectives_ && reduction_.shards_per_rank == 1 && plan_.reduction == Reduction::kOrdered;
+    return in_place ? partials_.data() : reduced_.data();
+  }
+
   float* Partial(int64_t local_shard) {
     return partials_.data() + static_cast<size_t>(local_shard) * reduction_.padded_length();
   }
@@ -207,7 +220,9 @@ class CpuBackend final : public Backend {
       return collectives_->AllReduceSum(reduced_.data(), padded);
     }
     if (!collectives_) {  // one rank: the same left fold over all shards, no bytes to move
-      Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
+      // One shard's fold is the shard itself (FoldShardsInOrder copies it):
+      // Reduced() reads it in place instead.
+      if (local_shards > 1) Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
       return Status::Ok();
     }
     const size_t slice = reduction_.slice_length();
@@ -237,6 +252,7 @@ class CpuBackend final : public Backend {
   }
 
   static constexpr size_t kElementGrain = 4096;  // floats
+  static constexpr size_t kCopyGrain = 1 << 16;   // bytes
   static constexpr size_t kSampleGrain = 4;
 
   Plan plan_;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "trainer/cpu/cpu_clones.h"
+#include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
 
 namespace dmlp {
@@ -16,6 +17,9 @@ namespace {
 // (trainer/cpu/cpu_clones.h). Every operation is one IEEE-rounded add, a compare
 // or a select, so the vector width changes only the speed, never a bit. Sums
 // stay in sample order: the vector lanes run across columns, never along a sum.
+// The passes run on the rank's threads (ParallelRanges) in pieces of whole
+// rows, or of whole columns for the column sums: each element's value comes
+// from its own inputs alone, so no split changes a bit.
 
 // y[i][j] = relu(y[i][j] + bias[j]), where relu is jax.nn.relu = maximum(x, 0):
 // NaN passes through (so a diverging run shows a non-finite loss), -0 becomes +0.
@@ -39,15 +43,21 @@ void AddBias(float* y, const float* bias, int rows, int cols) {
   }
 }
 
-// sums[j] = ((d[0][j] + d[1][j]) + d[2][j]) + ...: column sums in row order.
+// sums[j] = ((d[0][j] + d[1][j]) + d[2][j]) + ...: column sums in row order,
+// for `cols` columns of a matrix whose rows are `stride` long.
 DMLP_CPU_CLONES
-void SumColumnsInRowOrder(const float* d, int rows, int cols, float* sums) {
+void SumColumnsInRowOrder(const float* d, int rows, int stride, int cols, float* sums) {
   for (int j = 0; j < cols; ++j) sums[j] = 0.0f;
   for (int i = 0; i < rows; ++i) {
-    const float* row = d + static_cast<size_t>(i) * cols;
+    const float* row = d + static_cast<size_t>(i) * stride;
     for (int j = 0; j < cols; ++j) sums[j] = sums[j] + row[j];
   }
 }
+
+// Pieces of the element-wise passes: about 16 KiB of rows, 64 columns, 4096 elements.
+size_t RowGrain(int cols) { return std::max<size_t>(1, 4096 / static_cast<size_t>(std::max(1, cols))); }
+constexpr size_t kColumnGrain = 64;
+constexpr size_t kElementGrain = 4096;
 
 // delta[e] = 0 where the ReLU's output was not positive (jax.nn.relu's
 // derivative is 0 at 0 and below, and for a NaN output).
@@ -99,11 +109,16 @@ void CpuMlp::Forward(const float* params, const float* inputs) {
     float* y = outputs_[layer].data();
     // y = below . kernel, then + bias: flax Dense's dot, then add (two roundings).
     Sgemm(false, false, n, out, in, 1.0f, below, in, kernel, out, 0.0f, y, out);
-    if (layer + 1 < layout_.dense_count()) {
-      AddBiasRelu(y, bias, n, out);
-    } else {
-      AddBias(y, bias, n, out);
-    }
+    const bool hidden = layer + 1 < layout_.dense_count();
+    ParallelRanges(static_cast<size_t>(n), RowGrain(out), [=](size_t first, size_t last) {
+      float* rows = y + first * static_cast<size_t>(out);
+      const int count = static_cast<int>(last - first);
+      if (hidden) {
+        AddBiasRelu(rows, bias, count, out);
+      } else {
+        AddBias(rows, bias, count, out);
+      }
+    });
     below = y;
   }
 }
@@ -145,8 +160,13 @@ void CpuMlp::Backward(const float* params, const float* inputs, float* grad) {
     // Kernel gradient: below^T . delta (in x out).
     Sgemm(true, false, in, out, n, 1.0f, below, in, delta_.data(), out, 0.0f,
           grad + layout_.kernel(layer).offset, out);
-    // Bias gradient: column sums, each in sample order 0, 1, ..., n-1.
-    SumColumnsInRowOrder(delta_.data(), n, out, grad + layout_.bias(layer).offset);
+    // Bias gradient: column sums, each in sample order 0, 1, ..., n-1 (on
+    // pieces of whole columns: every sum stays on one thread).
+    const float* delta = delta_.data();
+    float* bias_grad = grad + layout_.bias(layer).offset;
+    ParallelRanges(static_cast<size_t>(out), kColumnGrain, [=](size_t first, size_t last) {
+      SumColumnsInRowOrder(delta + first, n, out, static_cast<int>(last - first), bias_grad + first);
+    });
     if (layer == 0) break;
     // Through the kernel: delta . kernel^T (n x in), then through the ReLU
     // below: zero where its output is not positive (jax.nn.relu's derivative
@@ -154,7 +174,10 @@ void CpuMlp::Backward(const float* params, const float* inputs, float* grad) {
     const float* kernel = params + layout_.kernel(layer).offset;
     Sgemm(false, true, n, in, out, 1.0f, delta_.data(), out, kernel, out, 0.0f,
           delta_below_.data(), in);
-    MaskByPositive(delta_below_.data(), below, static_cast<size_t>(n) * in);
+    float* delta_below = delta_below_.data();
+    ParallelRanges(static_cast<size_t>(n) * in, kElementGrain, [=](size_t first, size_t last) {
+      MaskByPositive(delta_below + first, below + first, last - first);
+    });
     std::swap(delta_, delta_below_);
   }
 }
