@@ -125,8 +125,12 @@ def main():
                 print(f"    {phase:12s}{dmlp.get(phase, 0) / updates * 1e3:8.1f}")
             other = per_update - sum(dmlp.get(phase, 0) for phase in phases) / updates
             print(f"    {'other':12s}{other * 1e3:8.1f}  (snapshot copy for the digest, receipts, waits)")
+            hashed_mb = dmlp.get("image_bytes", 0) / 1e6
+            cpu = dmlp.get("digest_thread_cpu", 0) / args.steps
             print(f"    {'digest*':12s}{dmlp['digest_thread'] / args.steps * 1e3:8.1f}  per step, "
-                  "on its own thread (overlaps the next step)")
+                  "on its own thread (overlaps the next step); of it "
+                  f"{cpu * 1e3:.1f} ms on a CPU" + (f" ({hashed_mb / 1e3 / cpu:.2f} GB/s)" if cpu and hashed_mb else "")
+                  + ", the rest waiting for one")
             print(f"  floor      {gemm['floor_update_s'] * 1e3:8.1f} ms per update = "
                   f"{gemm['gemm_flops_per_update'] / 1e9:.2f} GFLOP at {gemm['gemm_gflops']:.1f} GFLOP/s "
                   f"(medians of the rounds); dmlp is {per_update / gemm['floor_update_s']:.2f}x the floor")

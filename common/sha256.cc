@@ -1,5 +1,7 @@
 #include "common/sha256.h"
 
+#include <algorithm>
+
 #include <openssl/evp.h>
 
 #include <stdexcept>
@@ -22,8 +24,22 @@ Sha256::~Sha256() = default;
 Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
+// OpenSSL's SHA-NI loop leaves fetching its input to the hardware
+// prefetchers, and a state image of tens of MB streams from L3 or memory:
+// measured here, 1.13 GB/s on a 31.6 MB buffer against 1.70 GB/s on one
+// that sits in L2 (what `openssl speed` hashes). Fed in 1 KiB pieces, each
+// with the piece two ahead prefetched, the same buffer hashes at 1.67 GB/s.
+// The bytes and their order are unchanged, so is the digest.
+constexpr size_t kPiece = 1024;
+constexpr size_t kPiecesAhead = 2;
+
 void Sha256::Update(const void* data, size_t size) {
-  if (size > 0) EVP_DigestUpdate(context_->ctx, data, size);
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t offset = 0; offset < size; offset += kPiece) {
+    const size_t ahead = offset + kPiecesAhead * kPiece;
+    for (size_t line = ahead; line < ahead + kPiece && line < size; line += 64) __builtin_prefetch(bytes + line);
+    EVP_DigestUpdate(context_->ctx, bytes + offset, std::min(kPiece, size - offset));
+  }
 }
 
 Sha256 Sha256::Clone() const {

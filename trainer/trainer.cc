@@ -59,6 +59,8 @@ void PrintProfile(const Plan& plan, const Backend& backend, const DigestPipeline
   if (!(flag == "all" || (flag == "1" && plan.process_id == 0))) return;
   nlohmann::json profile = backend.Profile();
   profile["digest_thread"] = digests.hash_seconds();
+  profile["digest_thread_cpu"] = digests.hash_cpu_seconds();
+  profile["image_bytes"] = digests.image_bytes();
   profile["digest_threads"] = digests.hasher_threads();
   profile["train_loop"] = train_seconds;
   profile["startup"] = startup_seconds;

@@ -57,9 +57,12 @@ class DigestPipeline {
   Status Drain();
   /// The image of the last step that went to the sink. REQUIRES: Drain() returned ok after a Submit.
   const uint8_t* last_image() const { return buffers_[last_buffer_].get(); }
-  /// Seconds the hashers spent hashing, summed over threads (for the benchmark's split of a step).
+  /// Seconds the hashers spent hashing, summed over threads (for the benchmark's split of a step):
+  /// wall time, and the CPU time the hashing threads got in it (the rest is waiting for a core).
   double hash_seconds() const;
+  double hash_cpu_seconds() const;
   int hasher_threads() const { return hasher_threads_; }
+  size_t image_bytes() const { return image_bytes_; }
 
  private:
   struct Job {
@@ -91,6 +94,7 @@ class DigestPipeline {
   bool stopping_ = false;
   Status failure_;
   double hash_seconds_ = 0;
+  double hash_cpu_seconds_ = 0;
   std::vector<std::thread> hashers_;
 };
 
