@@ -23,3 +23,9 @@ if(DMLP_SANITIZE)
 else()
   gtest_discover_tests(ordered_sgemm_test DISCOVERY_TIMEOUT 60)
 endif()
+# The same, with OpenMP giving fewer threads than asked (a user's
+# OMP_THREAD_LIMIT): the shared B block was once cut for the threads asked
+# for, and the ones missing left their panels unpacked (wrong sums).
+add_test(NAME OrderedSgemmTest.OmpThreadLimitOne COMMAND ordered_sgemm_test)
+set_tests_properties(OrderedSgemmTest.OmpThreadLimitOne PROPERTIES ENVIRONMENT
+                     "OMP_THREAD_LIMIT=1;ASAN_OPTIONS=detect_leaks=0")

@@ -140,14 +140,16 @@ void RunShared(const Operands& g, int threads) {
 #endif
   {
     KnownMxcsr mxcsr;  // in every worker thread
+    // The team OpenMP gave, which may be smaller than asked (OMP_THREAD_LIMIT,
+    // OMP_DYNAMIC): B's shares are cut for the threads that are there.
 #ifdef _OPENMP
-    const int t = omp_get_thread_num();
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
 #else
-    const int t = 0;
+    const int t = 0, team = 1;
 #endif
     float* packed_a = ThreadPackSpace<kMr>();
     const int panels = (g.n + kNr - 1) / kNr;
-    const int first_panel = t * panels / threads, end_panel = (t + 1) * panels / threads;
+    const int first_panel = t * panels / team, end_panel = (t + 1) * panels / team;
     for (int block = 0; block < k_blocks; ++block) {
       const int p0 = block * block_k, kc = std::min(block_k, g.k - p0);
 #ifdef _OPENMP
