@@ -101,9 +101,8 @@ class CpuBackend final : public Backend {
   }
 
   Status ReduceAndApply() override {
-    DMLP_RETURN_IF_ERROR(Reduce());
+    DMLP_ASSIGN_OR_RETURN(const float* reduced, Reduce());
     PhaseTimer timer(optimizer_seconds_);
-    const float* reduced = Reduced();
     last_loss_ = reduced[reduction_.loss_index()] / static_cast<float>(plan_.batch);
     int32_t count = 0;
     std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
@@ -174,13 +173,6 @@ class CpuBackend final : public Backend {
             [] { return Status::Ok(); }};
   }
 
-  // The reduced vector (gradient, loss sum, zeros): partials_ itself when one
-  // rank computes one shard, as Reduce() leaves it; reduced_ otherwise.
-  const float* Reduced() const {
-    const bool in_place = !collectives_ && reduction_.shards_per_rank == 1 && plan_.reduction == Reduction::kOrdered;
-    return in_place ? partials_.data() : reduced_.data();
-  }
-
   float* Partial(int64_t local_shard) {
     return partials_.data() + static_cast<size_t>(local_shard) * reduction_.padded_length();
   }
@@ -210,20 +202,22 @@ class CpuBackend final : public Backend {
     std::fill(partial + reduction_.loss_index() + 1, partial + reduction_.padded_length(), 0.0f);
   }
 
-  Status Reduce() {
+  // The reduced vector (gradient, loss sum, zeros): reduced_, or the one
+  // partial itself when one rank computes one shard (its fold would be a copy).
+  Result<const float*> Reduce() {
     const size_t padded = reduction_.padded_length();
     const size_t local_shards = reduction_.shards_per_rank;
     if (plan_.reduction == Reduction::kAllreduce) {
       Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
-      if (!collectives_) return Status::Ok();
+      if (!collectives_) return reduced_.data();
       PhaseTimer timer(collective_seconds_);
-      return collectives_->AllReduceSum(reduced_.data(), padded);
+      DMLP_RETURN_IF_ERROR(collectives_->AllReduceSum(reduced_.data(), padded));
+      return reduced_.data();
     }
     if (!collectives_) {  // one rank: the same left fold over all shards, no bytes to move
-      // One shard's fold is the shard itself (FoldShardsInOrder copies it):
-      // Reduced() reads it in place instead.
-      if (local_shards > 1) Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
-      return Status::Ok();
+      if (local_shards == 1) return partials_.data();
+      Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
+      return reduced_.data();
     }
     const size_t slice = reduction_.slice_length();
     // With one local shard the partial is already laid out [destination][slice].
@@ -241,7 +235,8 @@ class CpuBackend final : public Backend {
     float* own_slice = reduced_.data() + static_cast<size_t>(plan_.process_id) * slice;
     Fold(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice, own_slice);
     PhaseTimer timer(collective_seconds_);
-    return collectives_->AllGather(own_slice, reduced_.data(), slice);
+    DMLP_RETURN_IF_ERROR(collectives_->AllGather(own_slice, reduced_.data(), slice));
+    return reduced_.data();
   }
 
   // FoldShardsInOrder on the rank's threads: each element's sum is whole on one thread.

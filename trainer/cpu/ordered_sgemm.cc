@@ -3,8 +3,6 @@
 // the packers in ordered_sgemm_pack.h.
 #include "trainer/cpu/ordered_sgemm.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -44,11 +42,7 @@ constexpr int kChunkPanels = 2;
 
 // The rows x cols tile of C at c (row stride ldc) on its way into the cache.
 inline void PrefetchTile(const float* c, size_t ldc, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) {
-    const char* row = reinterpret_cast<const char*>(c + r * ldc);
-    for (int byte = 0; byte < cols * static_cast<int>(sizeof(float)); byte += 64)
-      _mm_prefetch(row + byte, _MM_HINT_T0);
-  }
+  for (int r = 0; r < rows; ++r) sgemm::PrefetchBytes(c + r * ldc, sizeof(float) * cols);
 }
 
 // S for rows [i0, i0 + mc) and columns [j0, j0 + nc) of C over one k-block
