@@ -103,10 +103,10 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
   const int block_k = KBlock(g.k);
   for (int p0 = 0; p0 < g.k; p0 += block_k) {
     const int kc = std::min(block_k, g.k - p0);
-    PackB<Kernel::kNr>(g, j0, nc, p0, kc, packed_b);
+    PackB<Kernel>(g, j0, nc, p0, kc, packed_b);
     for (int i0 = r0; i0 < r0 + rows; i0 += kMcBlock) {
       const int mc = std::min(kMcBlock, r0 + rows - i0);
-      PackA<Kernel::kMr>(g, i0, mc, p0, kc, packed_a);
+      PackA<Kernel>(g, i0, mc, p0, kc, packed_a);
       MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, j0, nc, kc, p0 == 0);
     }
   }
@@ -152,14 +152,14 @@ void RunShared(const Operands& g, int threads) {
       }  // every thread done with the last B block
 #endif
       if (first_panel < end_panel)
-        PackB<kNr>(g, first_panel * kNr, std::min(g.n, end_panel * kNr) - first_panel * kNr, p0, kc,
+        PackB<Kernel>(g, first_panel * kNr, std::min(g.n, end_panel * kNr) - first_panel * kNr, p0, kc,
                    shared_b + static_cast<size_t>(first_panel) * kc * kNr);
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
       for (int chunk = next_chunk[block]++; chunk < chunks; chunk = next_chunk[block]++) {
         const int i0 = chunk * chunk_rows, mc = std::min(chunk_rows, g.m - i0);
-        PackA<kMr>(g, i0, mc, p0, kc, packed_a);
+        PackA<Kernel>(g, i0, mc, p0, kc, packed_a);
         MultiplyBlocks<Kernel>(g, packed_a, i0, mc, shared_b, 0, g.n, kc, p0 == 0);
       }
     }

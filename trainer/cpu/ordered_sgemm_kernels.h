@@ -36,6 +36,7 @@ class KnownMxcsr {
 
 struct ScalarKernel {
   static constexpr int kMr = 4, kNr = 8;
+  static constexpr bool kAvx512 = false;  // its packers: baseline x86-64 (or any CPU)
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     float acc[kMr][kNr];
     for (int r = 0; r < kMr; ++r)
@@ -112,6 +113,7 @@ __attribute__((target("avx512f,avx2,fma"))) inline void RunAvx512(int kc, const 
 
 struct Avx2Kernel {
   static constexpr int kMr = 6, kNr = 16;
+  static constexpr bool kAvx512 = false;
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     RunAvx2(kc, ap, bp, c, ldc, first);
   }
@@ -119,6 +121,7 @@ struct Avx2Kernel {
 
 struct Avx512Kernel {
   static constexpr int kMr = 12, kNr = 32;
+  static constexpr bool kAvx512 = true;
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     RunAvx512(kc, ap, bp, c, ldc, first);
   }
