@@ -113,6 +113,25 @@ const Case kCases[] = {
     {64, 3, 513, true, true},    {20, 1100, 40, false, false}, {33, 17, 700, false, false},
 };
 
+// With several threads, a chunk of rows may run its k-blocks on different
+// threads, each continuing from what the last left in C: 11 k-blocks over
+// 9-17 chunks, more threads than this machine's cores (so that some wait for
+// a chunk whose thread the system stopped, and yield), 12 times over: without
+// the wait, this failed in 6 runs of 6.
+TEST(OrderedSgemmTest, ChunksContinueTheirChainsOnWhicheverThreadTakesThem) {
+  const Problem p = Make({200, 70, 2600, false, false}, 3, 21, false);
+  const std::vector<float> want = Rule(p, 1.0f, 0.0f);
+  for (GemmIsa isa : Kernels()) {
+    if (isa == GemmIsa::kScalar) continue;  // 36 MFLOP of fmaf per call: the rule check above covers it
+    for (int threads : {2, 3, 4}) {
+      for (int repeat = 0; repeat < 12; ++repeat) {
+        SCOPED_TRACE(std::string(GemmIsaName(isa)) + " threads=" + std::to_string(threads));
+        EXPECT_TRUE(SameBits(want, RunKernel(isa, threads, p, 1.0f, 0.0f)));
+      }
+    }
+  }
+}
+
 TEST(OrderedSgemmTest, EveryKernelGivesTheRuleBitsWithOneAndTwoThreads) {
   ASSERT_TRUE(GemmIsaSupported(GemmIsa::kScalar));
   uint64_t seed = 1;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "trainer/cpu/ordered_sgemm_kernels.h"
@@ -37,8 +38,10 @@ constexpr int kNBlockMax = 1024;
 // Rows of A a lone thread packs at a time (whole panels of every kernel: 12,
 // 6 and 4 rows): 192 x kGemmKBlock floats, 192 KiB, beside the B block in L2.
 constexpr int kMcBlock = 192;
-// Panels of A per chunk a thread of RunShared takes at a time (24 rows).
+// Panels of A per chunk, RunChunkTasks' unit of work in a k-block (24 rows).
 constexpr int kChunkPanels = 2;
+// Pauses (tens of nanoseconds each) a thread of RunChunkTasks spins before it yields.
+constexpr int kSpinsBeforeYield = 2000;
 
 // The rows x cols tile of C at c (row stride ldc) on its way into the cache.
 inline void PrefetchTile(const float* c, size_t ldc, int rows, int cols) {
@@ -112,56 +115,55 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
   }
 }
 
-// S by a team of `threads` threads (OpenMP) sharing B: for each k-block,
-// the threads pack B's block together (each a share of its panels) between
-// two barriers, then take chunks of A's rows (kChunkPanels panels) as they
-// come free, each packing its chunk and multiplying it by the whole B block.
-// So no operand is packed twice, and a thread that the system stops for a
-// while (a digest hasher, another tenant) leaves its chunks to the others
-// instead of keeping them waiting at the next barrier.
+// S by a team of `threads` threads (OpenMP) taking tasks as they come free,
+// in order: each task is one chunk of A's rows (kChunkPanels panels) in one
+// k-block, every chunk of k-block 0 first, then of block 1, and so on. A
+// thread packs the B block of the k-block it works in for itself (into its
+// own L2) and the chunk of A it took, and multiplies the chunk by the whole B
+// block. A chunk's k-block p + 1 waits only for the same chunk's block p
+// (`done`: its running value in C), so there is no barrier: a thread that the
+// system stops for a while (a digest hasher, another tenant) holds up one
+// chunk, and the others run on through the rest of the k-block and the next.
 template <typename Kernel>
-void RunShared(const Operands& g, int threads) {
-  constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
-  float* shared_b = ThreadPackSpace<kMr>() + static_cast<size_t>(kMcBlock) * kGemmKBlock;  // the caller's
+void RunChunkTasks(const Operands& g, int threads) {
+  constexpr int kMr = Kernel::kMr;
   const int block_k = KBlock(g.k);
   const int k_blocks = (g.k + block_k - 1) / block_k;
   const int chunk_rows = kChunkPanels * kMr;
   const int chunks = (g.m + chunk_rows - 1) / chunk_rows;
-  std::vector<std::atomic<int>> next_chunk(static_cast<size_t>(k_blocks));
-  for (std::atomic<int>& next : next_chunk) next.store(0, std::memory_order_relaxed);
+  const long tasks = static_cast<long>(k_blocks) * chunks;
+  std::atomic<long> next_task{0};
+  std::vector<std::atomic<int>> done(static_cast<size_t>(chunks));  // each chunk's k-blocks done
+  for (std::atomic<int>& blocks : done) blocks.store(0, std::memory_order_relaxed);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
   {
     KnownMxcsr mxcsr;  // in every worker thread
-    // The team OpenMP gave, which may be smaller than asked (OMP_THREAD_LIMIT,
-    // OMP_DYNAMIC): B's shares are cut for the threads that are there.
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
-#else
-    const int t = 0, team = 1;
-#endif
     float* packed_a = ThreadPackSpace<kMr>();
-    const int panels = (g.n + kNr - 1) / kNr;
-    const int first_panel = t * panels / team, end_panel = (t + 1) * panels / team;
-    for (int block = 0; block < k_blocks; ++block) {
+    float* packed_b = packed_a + static_cast<size_t>(kMcBlock) * kGemmKBlock;
+    int packed_block = -1;
+    for (long task = next_task++; task < tasks; task = next_task++) {
+      const int block = static_cast<int>(task / chunks), chunk = static_cast<int>(task % chunks);
       const int p0 = block * block_k, kc = std::min(block_k, g.k - p0);
-#ifdef _OPENMP
-      if (block > 0) {
-#pragma omp barrier
-      }  // every thread done with the last B block
-#endif
-      if (first_panel < end_panel)
-        PackB<Kernel>(g, first_panel * kNr, std::min(g.n, end_panel * kNr) - first_panel * kNr, p0, kc,
-                   shared_b + static_cast<size_t>(first_panel) * kc * kNr);
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-      for (int chunk = next_chunk[block]++; chunk < chunks; chunk = next_chunk[block]++) {
-        const int i0 = chunk * chunk_rows, mc = std::min(chunk_rows, g.m - i0);
-        PackA<Kernel>(g, i0, mc, p0, kc, packed_a);
-        MultiplyBlocks<Kernel>(g, packed_a, i0, mc, shared_b, 0, g.n, kc, p0 == 0);
+      if (block != packed_block) {
+        PackB<Kernel>(g, 0, g.n, p0, kc, packed_b);
+        packed_block = block;
       }
+      const int i0 = chunk * chunk_rows, mc = std::min(chunk_rows, g.m - i0);
+      PackA<Kernel>(g, i0, mc, p0, kc, packed_a);
+      std::atomic<int>& chunk_done = done[static_cast<size_t>(chunk)];
+      // Spin a little, then give the CPU up: the thread waited for may be the
+      // one the system stopped to run another on this core.
+      for (int spins = 0; chunk_done.load(std::memory_order_acquire) < block; ++spins) {
+        if (spins < kSpinsBeforeYield) {
+          _mm_pause();
+        } else {
+          std::this_thread::yield();
+        }
+      }
+      MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, 0, g.n, kc, p0 == 0);
+      chunk_done.store(block + 1, std::memory_order_release);
     }
   }
 }
@@ -187,9 +189,10 @@ void TransposedChains(const Operands& g, int threads) {
 }
 
 // S into g.c for every element: transposed when C has few columns; with
-// several threads and C at most kNBlockMax wide with rows to share, a team
-// sharing B (RunShared); else tasks, each a block of columns (whole tiles,
-// at most kNBlockMax wide) over a group of rows, run by one thread.
+// several threads and C at most kNBlockMax wide with rows to share, chunks of
+// rows taken as they come free (RunChunkTasks); else tasks, each a block of
+// columns (whole tiles, at most kNBlockMax wide) over a group of rows, run by
+// one thread.
 template <typename Kernel>
 void Chains(const Operands& g, int threads) {
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
@@ -201,8 +204,8 @@ void Chains(const Operands& g, int threads) {
   const int column_tiles = (g.n + kNr - 1) / kNr;
   const int team_columns = (column_tiles + threads - 1) / threads * kNr;
   const int row_chunks = (g.m + kChunkPanels * kMr - 1) / (kChunkPanels * kMr);
-  if (threads > 1 && column_tiles >= threads && g.n <= kNBlockMax && row_chunks >= 2 * threads) {
-    RunShared<Kernel>(g, threads);
+  if (threads > 1 && g.n <= kNBlockMax && row_chunks >= 2 * threads) {
+    RunChunkTasks<Kernel>(g, threads);
     return;
   }
   const int block = std::min(kNBlockMax, team_columns);

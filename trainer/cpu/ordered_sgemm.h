@@ -22,8 +22,10 @@
 //   - packing copies A and B as they are: padding only along i and j (lanes
 //     that are computed and thrown away), never along k (Inf * 0 = NaN);
 //   - alpha and beta are applied once, after the chain, never folded into packing;
-//   - threads split C into blocks of rows and columns, never k (which thread
-//     computes a block may change from call to call; its chains may not);
+//   - threads split C into blocks of rows and columns, never k: a block's
+//     k-blocks run one after the other, each from the running value the last
+//     left in C, on whichever thread takes it (which thread computes what may
+//     change from call to call; the chains may not);
 //   - MXCSR is set to round-to-nearest with flush-to-zero and denormals-are-zero
 //     off in every thread that runs a kernel (hardware FMA obeys them, a
 //     software fmaf does not), and restored afterwards;
