@@ -81,20 +81,22 @@ TEST(DataTest, SamplesAreTheReferenceJobs) {
 }
 
 TEST(DataTest, EveryValueIsTheScalarDefinition) {
-  // 21 features: the chunks of 256 (sample, feature) pairs end inside samples.
-  // Each value must be the definition evaluated one feature at a time (what
-  // the CUDA kernel does).
-  const SampleSpec spec{31337, 21, 7};
-  const int64_t begin = 3, end = 200;
-  const Batch batch = Generate(spec, 9, 4, begin, end);
-  const JaxKey update_key = UpdateKey(DataKey(spec.seed), 9, 4);
-  for (int64_t i = begin; i < end; ++i) {
-    const JaxKey image_key = SampleImageKey(update_key, uint32_t(i));
-    for (uint32_t f = 0; f < 21; ++f)
-      ASSERT_EQ(FloatBits(batch.inputs[(i - begin) * 21 + f]),
-                FloatBits(JaxNormalFromBits(JaxBits32(image_key, f))))
-          << "sample " << i << " feature " << f;
-    ASSERT_EQ(batch.labels[i - begin], SampleLabel(update_key, uint32_t(i), 7)) << i;
+  // 21 features: the chunks of 256 (sample, feature) pairs end inside
+  // samples; 600: a sample spans three chunks, whole and cut. Each value must
+  // be the definition evaluated one feature at a time (what the CUDA kernel does).
+  for (const int64_t features : {21, 600}) {
+    const SampleSpec spec{31337, features, 7};
+    const int64_t begin = 3, end = 200;
+    const Batch batch = Generate(spec, 9, 4, begin, end);
+    const JaxKey update_key = UpdateKey(DataKey(spec.seed), 9, 4);
+    for (int64_t i = begin; i < end; ++i) {
+      const JaxKey image_key = SampleImageKey(update_key, uint32_t(i));
+      for (uint32_t f = 0; f < uint32_t(features); ++f)
+        ASSERT_EQ(FloatBits(batch.inputs[(i - begin) * features + f]),
+                  FloatBits(JaxNormalFromBits(JaxBits32(image_key, f))))
+            << "features " << features << " sample " << i << " feature " << f;
+      ASSERT_EQ(batch.labels[i - begin], SampleLabel(update_key, uint32_t(i), 7)) << i;
+    }
   }
 }
 

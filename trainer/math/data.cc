@@ -1,5 +1,7 @@
 #include "trainer/math/data.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "trainer/math/sample_loops.h"
@@ -47,10 +49,15 @@ void GenerateSamples(const SampleSpec& spec, int64_t step, int64_t microbatch, i
   for (int64_t chunk_start = 0; chunk_start < total; chunk_start += kSampleChunk) {
     const int64_t count = total - chunk_start < int64_t{kSampleChunk} ? total - chunk_start
                                                                        : int64_t{kSampleChunk};
-    for (int64_t k = 0; k < count; ++k) {
-      key0[k] = image_key.k0, key1[k] = image_key.k1;
-      high[k] = static_cast<uint32_t>(feature >> 32), low[k] = static_cast<uint32_t>(feature);
-      if (++feature == features && ++sample < end) {
+    // In runs of one sample's features: one key, consecutive counters.
+    for (int64_t k = 0; k < count;) {
+      const int64_t run = std::min(count - k, features - feature);
+      for (int64_t r = 0; r < run; ++r) {
+        key0[k + r] = image_key.k0, key1[k + r] = image_key.k1;
+        high[k + r] = static_cast<uint32_t>((feature + r) >> 32), low[k + r] = static_cast<uint32_t>(feature + r);
+      }
+      k += run, feature += run;
+      if (feature == features && ++sample < end) {
         feature = 0;
         image_key = SampleImageKey(update_key, static_cast<uint32_t>(sample));
       }
