@@ -71,6 +71,12 @@ void MultiplyBlocks(const Operands& g, const float* packed_a, int i0, int mc, co
         Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
         continue;
       }
+      if constexpr (Kernel::kShortPanels) {
+        if (cols == kNr) {
+          Kernel::RunShort(panel_rows, kc, a_panel, b_panel, c, g.ldc, first);
+          continue;
+        }
+      }
       // An edge tile runs in `tile`: only C's own elements are read and written.
       if (!first)
         for (int r = 0; r < panel_rows; ++r)

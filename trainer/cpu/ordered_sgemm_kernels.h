@@ -37,6 +37,7 @@ class KnownMxcsr {
 struct ScalarKernel {
   static constexpr int kMr = 4, kNr = 8;
   static constexpr bool kAvx512 = false;  // its packers: baseline x86-64 (or any CPU)
+  static constexpr bool kShortPanels = false;
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     float acc[kMr][kNr];
     for (int r = 0; r < kMr; ++r)
@@ -83,12 +84,17 @@ __attribute__((target("avx2,fma"))) inline void RunAvx2(int kc, const float* ap,
   }
 }
 
+// kRows <= 12 rows of the tile (an A panel of 12 rows, of which the first
+// kRows are A's: the last panel of an m that is not a multiple of 12 runs on
+// C itself, without the edge tile's copies or the 12-row cost).
+template <int kRows>
 __attribute__((target("avx512f,avx2,fma"))) inline void RunAvx512(int kc, const float* ap, const float* bp,
                                                             float* c, size_t ldc, bool first) {
   constexpr int kMr = 12;
-  __m512 acc0[kMr], acc1[kMr];
+  static_assert(kRows >= 1 && kRows <= kMr, "rows of one panel");
+  __m512 acc0[kRows], acc1[kRows];
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     acc0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
     acc1[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
   }
@@ -98,14 +104,14 @@ __attribute__((target("avx512f,avx2,fma"))) inline void RunAvx512(int kc, const 
     _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetchRows * 32 + 16), _MM_HINT_T0);
     const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
 #pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m512 a = _mm512_set1_ps(ap[r]);
       acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
     }
   }
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     _mm512_storeu_ps(c + r * ldc, acc0[r]);
     _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
   }
@@ -114,6 +120,7 @@ __attribute__((target("avx512f,avx2,fma"))) inline void RunAvx512(int kc, const 
 struct Avx2Kernel {
   static constexpr int kMr = 6, kNr = 16;
   static constexpr bool kAvx512 = false;
+  static constexpr bool kShortPanels = false;  // its edge panels run in a tile
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
     RunAvx2(kc, ap, bp, c, ldc, first);
   }
@@ -122,8 +129,25 @@ struct Avx2Kernel {
 struct Avx512Kernel {
   static constexpr int kMr = 12, kNr = 32;
   static constexpr bool kAvx512 = true;
+  static constexpr bool kShortPanels = true;
   static void Run(int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
-    RunAvx512(kc, ap, bp, c, ldc, first);
+    RunAvx512<12>(kc, ap, bp, c, ldc, first);
+  }
+  // The first `rows` (< 12) rows of a full-width tile.
+  static void RunShort(int rows, int kc, const float* ap, const float* bp, float* c, size_t ldc, bool first) {
+    switch (rows) {
+      case 1: return RunAvx512<1>(kc, ap, bp, c, ldc, first);
+      case 2: return RunAvx512<2>(kc, ap, bp, c, ldc, first);
+      case 3: return RunAvx512<3>(kc, ap, bp, c, ldc, first);
+      case 4: return RunAvx512<4>(kc, ap, bp, c, ldc, first);
+      case 5: return RunAvx512<5>(kc, ap, bp, c, ldc, first);
+      case 6: return RunAvx512<6>(kc, ap, bp, c, ldc, first);
+      case 7: return RunAvx512<7>(kc, ap, bp, c, ldc, first);
+      case 8: return RunAvx512<8>(kc, ap, bp, c, ldc, first);
+      case 9: return RunAvx512<9>(kc, ap, bp, c, ldc, first);
+      case 10: return RunAvx512<10>(kc, ap, bp, c, ldc, first);
+      default: return RunAvx512<11>(kc, ap, bp, c, ldc, first);
+    }
   }
 };
 #endif
