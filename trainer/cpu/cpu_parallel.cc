@@ -1,6 +1,7 @@
 #include "trainer/cpu/cpu_parallel.h"
 
 #include <algorithm>
+#include <atomic>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -9,23 +10,24 @@
 namespace dmlp {
 namespace {
 
-int parallel_threads = 1;
+// Atomic: ranks run as threads of one process (the tests) each set it, to the same count.
+std::atomic<int> parallel_threads{1};
 
 }  // namespace
 
 void SetCpuParallelThreads(int threads) {
 #ifdef _OPENMP
-  parallel_threads = std::max(1, threads);
+  parallel_threads.store(std::max(1, threads), std::memory_order_relaxed);
 #else
   (void)threads;
 #endif
 }
 
-int CpuParallelThreads() { return parallel_threads; }
+int CpuParallelThreads() { return parallel_threads.load(std::memory_order_relaxed); }
 
 void ParallelRanges(size_t count, size_t grain, const std::function<void(size_t, size_t)>& body) {
   grain = std::max<size_t>(grain, 1);
-  const size_t threads = static_cast<size_t>(parallel_threads);
+  const size_t threads = static_cast<size_t>(parallel_threads.load(std::memory_order_relaxed));
   if (threads == 1 || count < grain * threads) {
     if (count > 0) body(0, count);
     return;

@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -265,8 +266,14 @@ std::string CpuGemmOrder(CpuGemm choice) {
 }
 
 Status InitCpuGemm(int threads, CpuGemm choice) {
+  // Ranks run as threads of one process (the tests) each initialize, with the
+  // same settings: the first sets them, the others find them set and write
+  // nothing (a string assigned from two threads at once leaked or worse).
+  static std::mutex init_mutex;
+  const std::lock_guard<std::mutex> lock(init_mutex);
   State& state = GlobalState();
   if (threads <= 0) threads = AvailableCpus();
+  if (state.ready && state.choice == choice && state.info.threads == threads) return Status::Ok();
   if (choice == CpuGemm::kBlis) {
     if (!state.blis_loaded) DMLP_RETURN_IF_ERROR(LoadBlis(state));
     DMLP_RETURN_IF_ERROR(SetBlisThreads(state.blis, threads));

@@ -48,7 +48,8 @@ struct CpuGemmInfo {
 /// Selects the GEMM and its thread count (GEMM_INIT_FAILED when it cannot).
 /// `threads` <= 0 means every CPU this process may run on. Call before starting
 /// threads (blis sets BLIS_ARCH_TYPE in the environment for BLIS's
-/// initialization, then restores it). A later call may change the thread count
+/// initialization, then restores it); ranks run as threads of one process (the
+/// tests) may call it at once with the same settings, and only the first writes. A later call may change the thread count
 /// and choose another of dmlp's kernels; once BLIS is loaded its sub-configuration stays.
 /// REQUIRES: `choice` came from ParseCpuGemm on this CPU (a kernel it runs).
 Status InitCpuGemm(int threads, CpuGemm choice = CpuGemm::kAuto);
