@@ -19,3 +19,9 @@ target_link_libraries(digest_bench PRIVATE dmlp_bench_digest CLI11::CLI11)
 # data_bench: one update's batch and the initial parameters on one CPU thread (issue 24's budget).
 add_executable(data_bench ${CMAKE_CURRENT_LIST_DIR}/data_bench.cc)
 target_link_libraries(data_bench PRIVATE dmlp_trainer_math)
+
+# adam_bench: one optimizer update on the rank's threads against a plain loop over the same bytes.
+add_executable(adam_bench ${CMAKE_CURRENT_LIST_DIR}/adam_bench.cc)
+target_link_libraries(adam_bench PRIVATE dmlp_mlp_cpu)
+# -O3: the baseline loop vectorizes as Adam's does (trainer/math.cmake), so it is a floor.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/adam_bench.cc PROPERTIES COMPILE_OPTIONS "-O3")
