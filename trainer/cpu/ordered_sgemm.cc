@@ -12,10 +12,6 @@
 #include "trainer/cpu/ordered_sgemm_kernels.h"
 #include "trainer/cpu/ordered_sgemm_pack.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace dmlp {
 namespace {
 
