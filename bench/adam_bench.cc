@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/median.h"
 #include "trainer/cpu/adam_cpu.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/math/adam.h"
@@ -23,10 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using dmlp::bench::Median;
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/median.h"
 #include "trainer/cpu/gemm_cpu.h"
 #include "trainer/cpu/mlp_cpu.h"
 
@@ -34,10 +35,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using dmlp::bench::Median;
 
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
 #include "bench/gemm_select_worker.h"
 
 extern char** environ;
@@ -122,11 +123,6 @@ std::string LoadAverage() {
   std::string one, five;
   file >> one >> five;
   return one + " " + five;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
 }
 
 // Case-insensitive: OpenBLAS names cores "SkylakeX", BLIS "skx".

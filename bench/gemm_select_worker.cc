@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
+
 namespace dmlp::bench {
 namespace {
 
@@ -78,11 +80,6 @@ void CopyRows(const float* from, int from_ld, float* to, int to_ld, int rows, in
     std::memcpy(to + static_cast<size_t>(i) * to_ld, from + static_cast<size_t>(i) * from_ld,
                 static_cast<size_t>(cols) * sizeof(float));
   }
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 // CPU time of every thread of the process: with one thread it is the time the
