@@ -109,7 +109,22 @@ while [ "${#running[@]}" -gt 0 ]; do
   ended_pid=""
   rc=0
   wait -n -p ended_pid "${!running[@]}" || rc=$?
-  [ -n "$ended_pid" ] || die "wait returned $rc without naming a rank"
+  if [ -z "${ended_pid:-}" ]; then
+    # bash 5.2's wait -n can return without naming a job (it unsets the -p
+    # variable; seen once in bench/train_bench.py, 2026-12-04), e.g. when
+    # another child of this shell (the line stamper) ended. Find the rank
+    # that ended by pid; bash keeps its status for `wait PID`.
+    ended_pid=""
+    for pid in "${!running[@]}"; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        ended_pid=$pid
+        rc=0
+        wait "$pid" || rc=$?
+        break
+      fi
+    done
+    if [ -z "$ended_pid" ]; then sleep 0.05; continue; fi  # every rank still runs
+  fi
   unset "running[$ended_pid]"
   if [ "$rc" -ne 0 ]; then
     echo "RANK_EXIT_NONZERO: pid=$ended_pid rc=$rc (logs in $LOG_DIR)" >&2
