@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -80,6 +81,18 @@ std::vector<int> ConnectedSockets(int skip_port) {
   return sockets;
 }
 
+// A connected socket's local and peer addresses, as bytes ("" when `fd` is none).
+std::string SocketEnds(int fd) {
+  sockaddr_storage local{}, peer{};
+  socklen_t local_size = sizeof local, peer_size = sizeof peer;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) {
+    return "";
+  }
+  return std::string(reinterpret_cast<const char*>(&local), local_size) +
+         std::string(reinterpret_cast<const char*>(&peer), peer_size);
+}
+
 // Gloo's own collectives use slot prefixes 0x01-0x08 (gloo/types.h); a slot
 // keeps this one's messages apart from theirs on the shared pairs.
 constexpr uint8_t kAllGatherSlotPrefix = 0x40;
@@ -139,6 +152,7 @@ Result<std::unique_ptr<GlooCollectives>> GlooCollectives::Connect(Rendezvous& re
     std::unique_ptr<GlooCollectives> collectives(new GlooCollectives(std::move(context), rank, world_size));
     std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                         std::back_inserter(collectives->pair_sockets_));
+    for (int fd : collectives->pair_sockets_) collectives->pair_ends_.push_back(SocketEnds(fd));
     collectives->peer_loss_ = rendezvous.peer_loss();
     collectives->abort_hook_ = collectives->peer_loss_->AddHook([raw = collectives.get()] {
       // Gloo's loop thread then sees the connections end, as when a peer dies,
@@ -227,6 +241,20 @@ Status GlooCollectives::AllReduceSum(float* data, size_t count) {
     return Error("allreduce", e.what());
   }
   return Status::Ok();
+}
+
+bool GlooCollectives::ConnectionsIntact() const {
+  std::vector<pollfd> polled;
+  for (size_t i = 0; i < pair_sockets_.size(); ++i) {
+    if (SocketEnds(pair_sockets_[i]) != pair_ends_[i]) return false;  // Gloo closed it
+    polled.push_back({pair_sockets_[i], POLLRDHUP, 0});
+  }
+  if (polled.empty()) return true;
+  if (poll(polled.data(), polled.size(), 0) < 0) return true;  // EINTR: ask again at the next slice
+  for (const pollfd& p : polled) {
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return false;
+  }
+  return true;
 }
 
 Status GlooCollectives::Barrier() {

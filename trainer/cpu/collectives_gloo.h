@@ -54,6 +54,12 @@ class GlooCollectives final : public Collectives {
   Status AllReduceSum(float* data, size_t count) override;
   Status Barrier() override;
 
+  /// False once a Gloo connection of this rank hung up or errored (a peer
+  /// process ended, or this rank shut them down after a peer loss): polls the
+  /// pair sockets without reading them, and notices when Gloo has closed one.
+  /// For waits outside Gloo (collectives_shm.h). Cheap: one poll(2), one fstat(2) per peer.
+  bool ConnectionsIntact() const;
+
  private:
   GlooCollectives(std::shared_ptr<gloo::Context> context, int rank, int world_size);
   Status Error(const char* op, const std::string& what) const;
@@ -64,6 +70,10 @@ class GlooCollectives final : public Collectives {
   std::shared_ptr<PeerLoss> peer_loss_;
   int abort_hook_ = -1;  // on peer_loss_: shuts down pair_sockets_
   std::vector<int> pair_sockets_;  // Gloo's connected TCP sockets (owned by Gloo)
+  // Each pair socket's two addresses when connected: Gloo closes a pair's fd on
+  // an error, and the number may come back as another file. (Not the inode:
+  // CRIU restores a socket as a new one, with the same addresses.)
+  std::vector<std::string> pair_ends_;
 };
 
 }  // namespace dmlp
