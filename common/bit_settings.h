@@ -35,7 +35,7 @@ enum class Setting {
   kVersion, kSteps, kSeed, kBatch, kMicrobatches, kLearningRate, kPlatform, kNumProcesses,
   kFeatures, kWidth, kLayers, kClasses, kHeartbeat, kDataShards, kMatmulPrecision, kReduction,
   kDataDefinition, kCollectives, kCheckpointEvery, kResume, kDivergenceCheck, kAuditEvery,
-  kCpuGemmOrder,
+  kCpuGemmOrder, kCpuTransport,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
   kCpuGemmKernel,
@@ -78,6 +78,9 @@ inline constexpr SettingRow kSettings[] = {
   // one FMA chain per element in increasing k whatever the kernel, or BLIS's
   // sub-configuration with DMLP_CPU_GEMM=blis. A line on PLATFORM=cpu only.
   {Setting::kCpuGemmOrder,       "DMLP_CPU_GEMM order",       "cpu_gemm_order",            Bits::kAlways,        "fingerprint.blas.kernel"},
+  // How the CPU platform's ranks move bytes (trainer/cpu/collectives_shm.h):
+  // shared memory on one host or Gloo's TCP. The sums stay Gloo's either way.
+  {Setting::kCpuTransport,       "DMLP_CPU_TRANSPORT",        "cpu_transport",             Bits::kNever,         "fingerprint.transport"},
   // Add plan rows here (see the top of this file).
   {Setting::kOutDir,             "OUT_DIR",                   "",                          Bits::kNever,         "plan.out_dir"},
   {Setting::kCoordinatorPort,    "COORDINATOR_PORT",          "",                          Bits::kNever,         "model.port"},

@@ -110,6 +110,17 @@ Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platfor
                 {std::pair{"nccl", CollectivesKind::kNccl}, std::pair{"gloo", CollectivesKind::kGloo}});
 }
 
+Result<CpuTransport> ReadCpuTransport(const Environment& env, Platform platform) {
+  if (platform != Platform::kCpu) {
+    if (env.Get("DMLP_CPU_TRANSPORT"))
+      return Invalid("DMLP_CPU_TRANSPORT applies to PLATFORM=cpu only");
+    return CpuTransport::kAuto;
+  }
+  return Choice(env, "DMLP_CPU_TRANSPORT", "auto",
+                {std::pair{"auto", CpuTransport::kAuto}, std::pair{"tcp", CpuTransport::kTcp},
+                 std::pair{"shm", CpuTransport::kSharedMemory}});
+}
+
 // yaml-cpp's LoadFile reads the first document and drops the rest; a second
 // one (a stray "---" and more settings) must not be ignored silently.
 // REQUIRES: `text` is the whole file at `path` (read by LoadConfigFile, not by
@@ -191,6 +202,7 @@ Result<Plan> ReadPlan(const Environment& env) {
                         OptionalInteger(env, "AUDIT_EVERY", kDefaultAuditEvery, 0));
   DMLP_ASSIGN_OR_RETURN(std::string cpu_gemm, OptionalString(env, "DMLP_CPU_GEMM", "auto"));
   DMLP_ASSIGN_OR_RETURN(plan.cpu_gemm, ParseCpuGemm(cpu_gemm));
+  DMLP_ASSIGN_OR_RETURN(plan.cpu_transport, ReadCpuTransport(env, plan.platform));
   DMLP_RETURN_IF_ERROR(CrossCheck(plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
@@ -283,6 +295,11 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kCpuGemmOrder:
       if (plan.platform != Platform::kCpu) return std::nullopt;
       return CpuGemmOrder(plan.cpu_gemm);
+    // Ranks must agree (tcp and shm would wait for each other on different
+    // transports); a line only when not the default. Never a bit.
+    case Setting::kCpuTransport:
+      if (plan.platform != Platform::kCpu || plan.cpu_transport == CpuTransport::kAuto) return std::nullopt;
+      return CpuTransportName(plan.cpu_transport);
     case Setting::kOutDir:
     case Setting::kCoordinatorPort:
     case Setting::kProcessId:

@@ -16,6 +16,7 @@
 #include "common/rank_place.h"
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/cpu/cpu_transport.h"
 #include "trainer/cpu/gemm_cpu.h"
 
 namespace dmlp {
@@ -77,6 +78,9 @@ struct Plan {
   // DMLP_CPU_GEMM (trainer/cpu/gemm_cpu.h), PLATFORM=cpu: which GEMM; its order is
   // in PlanFingerprint (ranks must add alike), the kernel is not.
   CpuGemm cpu_gemm = CpuGemm::kAuto;
+  // DMLP_CPU_TRANSPORT (trainer/cpu/collectives_shm.h), PLATFORM=cpu: how the
+  // ranks move bytes; never a bit. In PlanFingerprint when not auto.
+  CpuTransport cpu_transport = CpuTransport::kAuto;
 
   int64_t shard_size() const { return batch / data_shards; }
   int64_t shards_per_rank() const { return data_shards / num_processes; }

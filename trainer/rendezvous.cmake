@@ -1,4 +1,5 @@
-# Rendezvous (coordinator + client, no Gloo) and the CPU platform's Gloo collectives.
+# Rendezvous (coordinator + client, no Gloo) and the CPU platform's collectives
+# (Gloo, and shared memory between the ranks of one host).
 # Included from trainer/CMakeLists.txt.
 #
 # Gloo: Debian's libgloo-dev does ship /usr/share/cmake/Gloo/GlooConfig.cmake,
@@ -31,6 +32,7 @@ target_link_libraries(dmlp_rendezvous PUBLIC dmlp_common Threads::Threads)
 
 add_library(dmlp_collectives_gloo STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_gloo.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/gloo_store.cc
 )
 # SYSTEM: Gloo's headers are not warning-clean under -Wall -Wextra -Werror.

@@ -207,7 +207,7 @@ std::map<std::string, std::string> StackSignature(const EnvRecord& record) {
   Flatten(record.stack, "fingerprint", fields);
   Flatten(record.build, "build", fields);
   for (const char* ignored : {"fingerprint.blas.threads", "fingerprint.blas.isa", "fingerprint.collectives",
-                              "build.image_id"})
+                              "fingerprint.transport", "build.image_id"})
     fields.erase(ignored);
   for (const char* ignored : kDeviceDescriptionFields) fields.erase(ignored);
   return fields;

@@ -248,6 +248,34 @@ TEST(PlanTest, TheCpuGemmsOrderIsInTheFingerprintsItsKernelIsNot) {
   EXPECT_EQ(PlanFingerprint(*ReadPlan(cuda)).find("cpu_gemm"), std::string::npos);
 }
 
+// DMLP_CPU_TRANSPORT never changes a bit, but ranks on tcp and on shm would
+// wait for each other on different transports: a plan line when not auto.
+TEST(PlanTest, TheCpuTransportIsInThePlanFingerprintOnlyWhenChosen) {
+  Result<Plan> standard = ReadPlan(ValidEnv());
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  EXPECT_EQ(standard->cpu_transport, CpuTransport::kAuto);
+  EXPECT_EQ(PlanFingerprint(*standard).find("cpu_transport"), std::string::npos);
+  for (auto [word, transport] : {std::pair{"tcp", CpuTransport::kTcp}, std::pair{"shm", CpuTransport::kSharedMemory}}) {
+    Environment env = ValidEnv();
+    env.Set("DMLP_CPU_TRANSPORT", word);
+    Result<Plan> chosen = ReadPlan(env);
+    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+    EXPECT_EQ(chosen->cpu_transport, transport);
+    EXPECT_NE(("\n" + PlanFingerprint(*chosen) + "\n").find(std::string("\ncpu_transport=") + word + "\n"),
+              std::string::npos)
+        << PlanFingerprint(*chosen);
+    EXPECT_EQ(CheckpointFingerprint(*chosen), CheckpointFingerprint(*standard)) << word;  // never a bit
+  }
+  EXPECT_EQ(ErrorWith("DMLP_CPU_TRANSPORT", "rdma"), "ENV_INVALID: DMLP_CPU_TRANSPORT='rdma' must be auto or tcp or shm");
+  EXPECT_EQ(ErrorWith("DMLP_CPU_TRANSPORT", ""), "ENV_EMPTY: DMLP_CPU_TRANSPORT");
+  Environment cuda = ValidEnv();
+  cuda.Set("PLATFORM", "cuda");
+  cuda.Set("DMLP_CPU_TRANSPORT", "shm");
+  Result<Plan> refused = ReadPlan(cuda);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().ToString(), "ENV_INVALID: DMLP_CPU_TRANSPORT applies to PLATFORM=cpu only");
+}
+
 TEST(PlanTest, CollectivesAreRefusedOnTheCpuPlatform) {
   for (const char* value : {"gloo", "nccl", ""})
     EXPECT_EQ(ErrorWith("COLLECTIVES", value),

@@ -14,6 +14,7 @@
 #include "trainer/backend.h"
 #include "trainer/cpu/adam_cpu.h"
 #include "trainer/cpu/collectives_gloo.h"
+#include "trainer/cpu/collectives_shm.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
 #include "trainer/cpu/mlp_cpu.h"
@@ -78,7 +79,8 @@ class CpuBackend final : public Backend {
               {"isa", gemm.isa},
               {"threads", gemm.threads},
               {"file", gemm.file}}},
-            {"collectives", collectives_ ? collectives_->Description() : "none (1 process)"}};
+            {"collectives", collectives_ ? collectives_->Description() : "none (1 process)"},
+            {"transport", Transport()}};
   }
 
   DeviceIdentity Device() const override { return {"cpu", CpuModelName(), "", "", ""}; }
@@ -164,6 +166,12 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // What moved the reduction's bytes (never a bit, bit_settings.h).
+  const char* Transport() const {
+    if (!collectives_) return "none (1 process)";
+    return dynamic_cast<const SharedMemoryCollectives*>(collectives_.get()) ? "shared memory" : "tcp";
+  }
+
   float* params() { return reinterpret_cast<float*>(image_.data()); }
   float* mu() { return reinterpret_cast<float*>(image_.data() + layout_.mu_offset()); }
   float* nu() { return reinterpret_cast<float*>(image_.data() + layout_.nu_offset()); }
@@ -304,7 +312,13 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
   DMLP_ASSIGN_OR_RETURN(CpuMlp mlp, CpuMlp::Create(layout, plan.shard_size()));
   std::unique_ptr<Collectives> collectives;
   if (plan.num_processes > 1) {
-    DMLP_ASSIGN_OR_RETURN(collectives, GlooCollectives::Connect(rendezvous));
+    // The largest exchange: the all-to-all of this rank's partials (Reduce).
+    const ReductionLayout reduction{layout.parameter_count(), static_cast<size_t>(plan.num_processes),
+                                    static_cast<size_t>(plan.shards_per_rank())};
+    const size_t largest = plan.reduction == Reduction::kOrdered
+                               ? reduction.shards_per_rank * reduction.padded_length() * sizeof(float)
+                               : 0;  // the sums are Gloo's
+    DMLP_ASSIGN_OR_RETURN(collectives, ConnectCpuCollectives(rendezvous, plan.cpu_transport, largest));
   }
   return std::unique_ptr<Backend>(
       new CpuBackend(plan, layout, std::move(mlp), std::move(collectives)));

@@ -184,6 +184,31 @@ class Determinism(JobTestCase):
         against = verify(out, "--against", str(runs[kernels[0]]))
         self.assertIn('fingerprint.blas.kernel: "fma-chain-k-ascending" vs ', against.stdout)
 
+    def test_every_transport_gives_identical_receipts(self):
+        # DMLP_CPU_TRANSPORT only moves bytes (trainer/cpu/collectives_shm.h):
+        # 3 ranks with two shards each (the all-to-all's packed path), through
+        # Gloo's TCP and through shared memory, the default (auto) choosing
+        # shared memory on one host: the same bytes, comparable runs. With
+        # REDUCTION=allreduce the sum is Gloo's under both.
+        shape = {"BATCH": "48", "DATA_SHARDS": "6", "STEPS": "3"}
+        port = free_port()  # one port: result.json records it
+        for reduction in ("ordered", "allreduce"):
+            runs = {}
+            for transport in ("tcp", "shm", None):
+                out = self.scratch / f"{reduction}-{transport or 'auto'}"
+                env = dict(shape, REDUCTION=reduction, COORDINATOR_PORT=port)
+                if transport:
+                    env["DMLP_CPU_TRANSPORT"] = transport
+                result = launch(out, 3, **env)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                fingerprint = json.loads((out / "result.json").read_text())["fingerprint"]
+                self.assertEqual(fingerprint["transport"], "tcp" if transport == "tcp" else "shared memory")
+                self.assertTrue(fingerprint["collectives"].startswith("gloo "), fingerprint)
+                runs[transport] = out
+            for transport in ("shm", None):
+                self.assertSameBytes(runs["tcp"], runs[transport])
+                self.assertPass(runs[transport], "--against", str(runs["tcp"]))
+
     def test_ranks_agree_with_allreduce_too(self):
         out = self.scratch / "run"
         self.assertEqual(launch(out, 2, REDUCTION="allreduce").returncode, 0)
@@ -299,6 +324,13 @@ class Failures(JobTestCase):
             result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="avx512"))
             self.assertEqual(result.returncode, 2)
             self.assertIn("ENV_INVALID: DMLP_CPU_GEMM=avx512: this CPU cannot run", result.stderr)
+        self.assertFalse((self.scratch / "run").exists())
+
+    def test_a_bad_transport_is_env_invalid(self):
+        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_TRANSPORT="rdma"))
+        self.assertEqual((result.returncode, result.stderr),
+                         (2, "dmlp-train: error: ENV_INVALID: DMLP_CPU_TRANSPORT='rdma' must be "
+                             "auto or tcp or shm\n"))
         self.assertFalse((self.scratch / "run").exists())
 
     def test_unavailable_platform_is_a_clear_error_and_leaves_no_receipts(self):
