@@ -25,3 +25,8 @@ add_executable(adam_bench ${CMAKE_CURRENT_LIST_DIR}/adam_bench.cc)
 target_link_libraries(adam_bench PRIVATE dmlp_mlp_cpu)
 # -O3: the baseline loop vectorizes as Adam's does (trainer/math.cmake), so it is a floor.
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/adam_bench.cc PROPERTIES COMPILE_OPTIONS "-O3")
+
+# transport_bench: the ordered reduction's exchange between rank processes, Gloo TCP against shared memory.
+add_executable(transport_bench ${CMAKE_CURRENT_LIST_DIR}/transport_bench.cc)
+target_include_directories(transport_bench PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(transport_bench PRIVATE dmlp_collectives_gloo CLI11::CLI11)
