@@ -29,4 +29,4 @@ set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/adam_bench.cc PROPERTIES C
 # transport_bench: the ordered reduction's exchange between rank processes, Gloo TCP against shared memory.
 add_executable(transport_bench ${CMAKE_CURRENT_LIST_DIR}/transport_bench.cc)
 target_include_directories(transport_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(transport_bench PRIVATE dmlp_collectives_gloo CLI11::CLI11)
+target_link_libraries(transport_bench PRIVATE dmlp_collectives_gloo dmlp_trainer_core CLI11::CLI11)

@@ -26,6 +26,7 @@
 #include "bench/median.h"
 #include "tests/unit/rendezvous_test_util.h"
 #include "trainer/cpu/collectives_shm.h"
+#include "trainer/math/ordered_reduce.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace {
@@ -41,28 +42,65 @@ struct Timings {
 
 dmlp::Status Fail(const std::string& what) { return dmlp::Status::Error("BENCH", what); }
 
-// One transport on its own rendezvous: `rounds` exchanges of `slice` floats per peer.
-dmlp::Result<Timings> Measure(int port, int rank, int ranks, dmlp::CpuTransport transport, size_t slice,
-                              int rounds) {
+enum class Path { kTcp, kSharedCopies, kSharedInPlace };
+
+// One path on its own rendezvous: `rounds` reductions of `slice` floats per
+// rank and peer, each as CpuBackend::Reduce runs it: an all-to-all, this
+// rank's fold, an all-gather; or, in the segment's reduction area, a
+// barrier, the fold and a barrier (ReduceShared).
+dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t slice, int rounds) {
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Rendezvous> rendezvous,
                         dmlp::Rendezvous::Join(dmlp::testing::RendezvousTestOptions(port, rank, ranks, 60)));
-  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Collectives> collectives,
-                        dmlp::ConnectCpuCollectives(*rendezvous, transport, slice * ranks * sizeof(float)));
-  const bool shared = dynamic_cast<dmlp::SharedMemoryCollectives*>(collectives.get()) != nullptr;
-  if (shared != (transport == dmlp::CpuTransport::kSharedMemory)) return Fail("the transport asked for did not run");
   const size_t total = slice * static_cast<size_t>(ranks);
-  std::vector<float> partial(total, 1.0f + static_cast<float>(rank)), received(total), reduced(total);
+  dmlp::SharedSizes sizes{total * sizeof(float)};
+  if (path == Path::kSharedInPlace) sizes = {0, total, total};
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Collectives> collectives,
+                        dmlp::ConnectCpuCollectives(*rendezvous, path == Path::kTcp ? dmlp::CpuTransport::kTcp
+                                                                                    : dmlp::CpuTransport::kSharedMemory,
+                                                    sizes));
+  auto* shared = dynamic_cast<dmlp::SharedMemoryCollectives*>(collectives.get());
+  if ((shared != nullptr) != (path != Path::kTcp)) return Fail("the transport asked for did not run");
+  std::vector<float> own_partial(total, 1.0f + static_cast<float>(rank)), received(total), own_reduced(total);
+  float* partial = shared && path == Path::kSharedInPlace ? shared->Partials(rank) : own_partial.data();
+  float* reduced = shared && path == Path::kSharedInPlace ? shared->Reduced() : own_reduced.data();
+  std::fill(partial, partial + total, 1.0f + static_cast<float>(rank));
+  const size_t own = static_cast<size_t>(rank) * slice;
   Timings timings;
-  for (int round = -3; round < rounds; ++round) {  // three rounds to warm up (and grow the segment)
+  for (int round = -3; round < rounds; ++round) {  // three rounds to warm up
     DMLP_RETURN_IF_ERROR(collectives->Barrier());
     const Clock::time_point started = Clock::now();
-    DMLP_RETURN_IF_ERROR(collectives->AllToAll(partial.data(), received.data(), slice));
-    float* own = reduced.data() + static_cast<size_t>(rank) * slice;  // in place, as Reduce does
-    DMLP_RETURN_IF_ERROR(collectives->AllGather(own, reduced.data(), slice));
+    if (path == Path::kSharedInPlace) {
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+      dmlp::FoldShardsInOrder(shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, reduced + own);
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+    } else {
+      DMLP_RETURN_IF_ERROR(collectives->AllToAll(partial, received.data(), slice));
+      dmlp::FoldShardsInOrder(received.data(), static_cast<size_t>(ranks), slice, slice, reduced + own);
+      DMLP_RETURN_IF_ERROR(collectives->AllGather(reduced + own, reduced, slice));
+    }
     if (round >= 0) timings.exchange.push_back(Seconds(Clock::now() - started));
   }
   DMLP_RETURN_IF_ERROR(rendezvous->Barrier("bench-end"));
   collectives.reset();
+  DMLP_RETURN_IF_ERROR(rendezvous->Close());
+  return timings;
+}
+
+// This rank's fold alone, from its own memory, every rank at once: what the
+// in-place reduction cannot go below.
+dmlp::Result<Timings> FoldAlone(int port, int rank, int ranks, size_t slice, int rounds) {
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Rendezvous> rendezvous,
+                        dmlp::Rendezvous::Join(dmlp::testing::RendezvousTestOptions(port, rank, ranks, 60)));
+  const size_t total = slice * static_cast<size_t>(ranks);
+  std::vector<float> partials(total * static_cast<size_t>(ranks), 1.0f), reduced(total);
+  Timings timings;
+  for (int round = -3; round < rounds; ++round) {
+    DMLP_RETURN_IF_ERROR(rendezvous->Barrier("fold"));
+    const Clock::time_point started = Clock::now();
+    dmlp::FoldShardsInOrder(partials.data() + rank * slice, static_cast<size_t>(ranks), total, slice,
+                            reduced.data() + rank * slice);
+    if (round >= 0) timings.exchange.push_back(Seconds(Clock::now() - started));
+  }
   DMLP_RETURN_IF_ERROR(rendezvous->Close());
   return timings;
 }
@@ -93,30 +131,44 @@ std::string Range(const std::vector<double>& seconds) {
 
 int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, int rounds) {
   const size_t slice = (floats + static_cast<size_t>(ranks) - 1) / static_cast<size_t>(ranks);
-  auto tcp = Measure(ports[0], rank, ranks, dmlp::CpuTransport::kTcp, slice, rounds);
-  auto shm = tcp.ok() ? Measure(ports[1], rank, ranks, dmlp::CpuTransport::kSharedMemory, slice, rounds)
-                      : dmlp::Result<Timings>(tcp.status());
-  // The shared path copies, per rank and exchange: its blocks for the peers
-  // into its outbox, its own block across, the peers' blocks for it out; then
-  // its slice into its outbox and the peers' slices out.
+  std::vector<Timings> paths;
+  dmlp::Status failed = dmlp::Status::Ok();
+  for (Path path : {Path::kTcp, Path::kSharedCopies, Path::kSharedInPlace}) {
+    auto timings = Measure(ports[paths.size()], rank, ranks, path, slice, rounds);
+    if (!timings.ok()) {
+      failed = timings.status();
+      break;
+    }
+    paths.push_back(*timings);
+  }
+  auto fold = failed.ok() ? FoldAlone(ports[3], rank, ranks, slice, rounds) : dmlp::Result<Timings>(failed);
+  // The copying shared path copies, per rank and reduction: its blocks for
+  // the peers into its outbox, its own block across, the peers' blocks for it
+  // out; then its slice into its outbox and the peers' slices out.
   const size_t peers = static_cast<size_t>(ranks) - 1;
   const size_t copy_bytes = (3 * peers + 2) * slice * sizeof(float);
-  auto rate = shm.ok() ? CopyRate(ports[2], rank, ranks, copy_bytes, rounds) : dmlp::Result<double>(shm.status());
+  auto rate = fold.ok() ? CopyRate(ports[4], rank, ranks, copy_bytes, rounds) : dmlp::Result<double>(fold.status());
   if (!rate.ok()) {
     std::fprintf(stderr, "transport_bench: rank %d: %s\n", rank, rate.status().ToString().c_str());
     return 1;
   }
   if (rank != 0) return 0;
-  const double tcp_ms = Median(tcp->exchange) * 1e3, shm_ms = Median(shm->exchange) * 1e3;
-  const double floor_ms = static_cast<double>(copy_bytes) / *rate * 1e3;
-  std::printf("transport_bench: %d ranks, %zu floats per rank (%.1f MB): one all-to-all + all-gather, %d rounds\n",
+  const double tcp = Median(paths[0].exchange), copies = Median(paths[1].exchange);
+  const double in_place = Median(paths[2].exchange), folding = Median(fold->exchange);
+  const double copy_floor = static_cast<double>(copy_bytes) / *rate;
+  std::printf("transport_bench: %d ranks, %zu floats per rank (%.1f MB): the ordered reduction, %d rounds\n",
               ranks, slice * static_cast<size_t>(ranks), static_cast<double>(slice * ranks * sizeof(float)) / 1e6,
               rounds);
-  std::printf("  tcp (gloo)      %s\n", Range(tcp->exchange).c_str());
-  std::printf("  shared memory   %s   tcp / shared = %.2fx\n", Range(shm->exchange).c_str(), tcp_ms / shm_ms);
-  std::printf("  copy floor      %.2f ms: the %.1f MB the shared path copies per rank at %.1f GB/s "
-              "(memcpy, every rank at once); shared memory is %.2fx it\n",
-              floor_ms, static_cast<double>(copy_bytes) / 1e6, *rate / 1e9, shm_ms / floor_ms);
+  std::printf("  fold alone            %s   (this rank's slice of every partial, local memory)\n",
+              Range(fold->exchange).c_str());
+  std::printf("  tcp (gloo)            %s   all-to-all, fold, all-gather\n", Range(paths[0].exchange).c_str());
+  std::printf("  shared, copying       %s   the same through outboxes: %.2fx faster than tcp; its copies' "
+              "floor %.2f ms (%.1f MB at memcpy's %.1f GB/s, every rank at once) + the fold\n",
+              Range(paths[1].exchange).c_str(), tcp / copies, copy_floor * 1e3,
+              static_cast<double>(copy_bytes) / 1e6, *rate / 1e9);
+  std::printf("  shared, in place      %s   barrier, fold, barrier (dmlp-train's): %.2fx faster than tcp, "
+              "%.2fx the fold alone\n",
+              Range(paths[2].exchange).c_str(), tcp / in_place, in_place / folding);
   return 0;
 }
 
@@ -130,7 +182,8 @@ int main(int argc, char** argv) {
   app.add_option("--floats", floats, "floats per rank (the padded gradient)")->check(CLI::Range(1, 1 << 28));
   app.add_option("--rounds", rounds, "timed exchanges per transport")->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
-  const std::vector<int> ports = {dmlp::testing::FreePort(), dmlp::testing::FreePort(), dmlp::testing::FreePort()};
+  std::vector<int> ports;
+  for (int i = 0; i < 5; ++i) ports.push_back(dmlp::testing::FreePort());
   std::vector<pid_t> children;
   for (int rank = 0; rank < ranks; ++rank) {
     const pid_t pid = fork();

@@ -38,13 +38,14 @@ bool IsShared(const Collectives& collectives) {
 // body(rank, collectives) on every rank; returns each rank's outcome.
 std::array<Status, kRanks> WithCollectives(const std::function<Status(int, Collectives&)>& body,
                                            std::array<CpuTransport, kRanks> transports = {},
-                                           std::array<std::string, kRanks> hosts = {"h", "h", "h"}) {
+                                           std::array<std::string, kRanks> hosts = {"h", "h", "h"},
+                                           SharedSizes sizes = {}) {
   const int port = FreePort();
   std::array<Status, kRanks> results;
   RunRanks(kRanks, [&](int rank) {
     auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks));
     if (!joined.ok()) return void(results[rank] = joined.status());
-    auto collectives = ConnectCpuCollectives(**joined, transports[rank], 0, hosts[rank]);
+    auto collectives = ConnectCpuCollectives(**joined, transports[rank], sizes, hosts[rank]);
     if (!collectives.ok()) return void(results[rank] = collectives.status());
     results[rank] = body(rank, **collectives);
     Status barrier = (*joined)->Barrier("test-end");  // nobody unmaps while a peer still reads
@@ -109,6 +110,41 @@ TEST(SharedMemoryCollectivesTest, AllGatherFromASeparateBufferAndGrowth) {
     for (int i = 0; i < 3; ++i) DMLP_RETURN_IF_ERROR(collectives.Barrier());
     return Status::Ok();
   }));
+}
+
+// The reduction area: every rank writes its own partials, reads everyone's
+// after a barrier, writes its slice of the reduced vector, reads the whole
+// after another; the addresses stay put while the outboxes grow.
+TEST(SharedMemoryCollectivesTest, TheReductionAreaIsOneArraySharedByTheRanks) {
+  constexpr size_t kPartial = 3000, kReduced = 999;  // not page multiples
+  ExpectAllOk(WithCollectives(
+      [&](int rank, Collectives& collectives) {
+        auto& shared = dynamic_cast<SharedMemoryCollectives&>(collectives);
+        float* mine = shared.Partials(rank);
+        float* reduced = shared.Reduced();
+        if (mine == nullptr || reduced == nullptr) return Status::Error("TEST", "no reduction area");
+        EXPECT_EQ(shared.Partials(0) + static_cast<size_t>(rank) * kPartial, mine);
+        EXPECT_EQ(shared.Partials(0) + kRanks * kPartial, reduced);
+        for (int round = 0; round < 20; ++round) {
+          for (size_t i = 0; i < kPartial; ++i) mine[i] = Value(round, rank, 0, i);
+          DMLP_RETURN_IF_ERROR(collectives.Barrier());
+          for (int p = 0; p < kRanks; ++p)
+            for (size_t i = 0; i < kPartial; ++i)
+              if (shared.Partials(p)[i] != Value(round, p, 0, i)) return Status::Error("TEST", "partial");
+          for (size_t i = rank * kReduced / kRanks; i < (rank + 1) * kReduced / kRanks; ++i)
+            reduced[i] = Value(round, 9, 9, i);
+          DMLP_RETURN_IF_ERROR(collectives.Barrier());
+          for (size_t i = 0; i < kReduced; ++i)
+            if (reduced[i] != Value(round, 9, 9, i)) return Status::Error("TEST", "reduced");
+          DMLP_RETURN_IF_ERROR(collectives.Barrier());  // nobody writes round + 1 while a peer still reads
+          std::vector<float> send(10 << round % 12, 1.0f), all(send.size() * kRanks);
+          DMLP_RETURN_IF_ERROR(collectives.AllGather(send.data(), all.data(), send.size()));  // grows
+        }
+        EXPECT_EQ(shared.Partials(rank), mine);
+        EXPECT_EQ(shared.Reduced(), reduced);
+        return Status::Ok();
+      },
+      {}, {"h", "h", "h"}, SharedSizes{0, kPartial, kReduced}));
 }
 
 // Gloo's, so the bits are those of the TCP transport (collectives_gloo_test
@@ -192,7 +228,7 @@ TEST(SharedMemoryCollectivesTest, ASegmentPastTheFileSizeLimitIsRefusedAtConnect
     RunRanks(kRanks, [&](int rank) {
       auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks));
       ASSERT_TRUE(joined.ok()) << joined.status().ToString();
-      auto collectives = ConnectCpuCollectives(**joined, transport, 8 << 20, "h");
+      auto collectives = ConnectCpuCollectives(**joined, transport, {8 << 20}, "h");
       results[rank] = collectives.status();
       if (collectives.ok()) shared[rank] = IsShared(**collectives);
       ASSERT_TRUE((*joined)->Barrier("connected").ok());
@@ -223,7 +259,7 @@ TEST(SharedMemoryCollectivesTest, PeerThatLeavesDuringAnAllGatherGivesCollective
   RunRanks(kRanks, [&](int rank) {
     auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks));
     ASSERT_TRUE(joined.ok()) << joined.status().ToString();
-    auto collectives = ConnectCpuCollectives(**joined, CpuTransport::kSharedMemory, 4096, "h");
+    auto collectives = ConnectCpuCollectives(**joined, CpuTransport::kSharedMemory, {4096}, "h");
     ASSERT_TRUE(collectives.ok()) << collectives.status().ToString();
     ASSERT_TRUE((*joined)->Barrier("connected").ok());
     if (rank == 2) {
@@ -253,7 +289,7 @@ TEST(SharedMemoryCollectivesTest, DeclaredPeerLossEndsAWait) {
   RunRanks(kRanks, [&](int rank) {
     auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks));
     ASSERT_TRUE(joined.ok()) << joined.status().ToString();
-    auto collectives = ConnectCpuCollectives(**joined, CpuTransport::kAuto, 4096, "h");
+    auto collectives = ConnectCpuCollectives(**joined, CpuTransport::kAuto, {4096}, "h");
     ASSERT_TRUE(collectives.ok()) << collectives.status().ToString();
     ASSERT_TRUE(IsShared(**collectives));
     ASSERT_TRUE((*joined)->Barrier("connected").ok());

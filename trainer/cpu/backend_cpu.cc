@@ -59,10 +59,18 @@ class CpuBackend final : public Backend {
         image_(layout.image_bytes()),
         inputs_(static_cast<size_t>(plan.shard_size() * plan.model.features)),
         labels_(static_cast<size_t>(plan.shard_size())),
-        partials_(reduction_.shards_per_rank * reduction_.padded_length()),
-        reduced_(reduction_.padded_length()) {
-    if (plan.num_processes > 1 && plan.reduction == Reduction::kOrdered) {
-      if (reduction_.shards_per_rank > 1) send_.resize(partials_.size());
+        shared_(dynamic_cast<SharedMemoryCollectives*>(collectives_.get())) {
+    if (shared_ && shared_->Partials(0) == nullptr) shared_ = nullptr;  // no reduction area: allreduce
+    const size_t partial_floats = reduction_.shards_per_rank * reduction_.padded_length();
+    if (shared_) {  // the ordered reduction runs in the segment (Reduce)
+      partials_ = shared_->Partials(static_cast<int>(plan.process_id));
+    } else {
+      own_partials_.resize(partial_floats);
+      partials_ = own_partials_.data();
+      reduced_.resize(reduction_.padded_length());
+    }
+    if (!shared_ && plan.num_processes > 1 && plan.reduction == Reduction::kOrdered) {
+      if (reduction_.shards_per_rank > 1) send_.resize(partial_floats);
       receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
     }
     // Any rank may be asked to audit a shard (shard_audit.h), with one process none is.
@@ -97,7 +105,7 @@ class CpuBackend final : public Backend {
   Status ComputePartials(int64_t step, int64_t microbatch) override {
     for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
       ComputeShard(step, microbatch, plan_.first_shard() + static_cast<int64_t>(local),
-                   partials_.data() + local * reduction_.padded_length());
+                   partials_ + local * reduction_.padded_length());
     }
     return Status::Ok();
   }
@@ -182,7 +190,7 @@ class CpuBackend final : public Backend {
   }
 
   float* Partial(int64_t local_shard) {
-    return partials_.data() + static_cast<size_t>(local_shard) * reduction_.padded_length();
+    return partials_ + static_cast<size_t>(local_shard) * reduction_.padded_length();
   }
 
   // One shard's partial: its owner and its auditor (CopyAuditShard) run this
@@ -210,28 +218,30 @@ class CpuBackend final : public Backend {
     std::fill(partial + reduction_.loss_index() + 1, partial + reduction_.padded_length(), 0.0f);
   }
 
-  // The reduced vector (gradient, loss sum, zeros): reduced_, or the one
-  // partial itself when one rank computes one shard (its fold would be a copy).
+  // The reduced vector (gradient, loss sum, zeros): reduced_, the segment's
+  // (ReduceShared), or the one partial itself when one rank computes one
+  // shard (its fold would be a copy).
   Result<const float*> Reduce() {
     const size_t padded = reduction_.padded_length();
     const size_t local_shards = reduction_.shards_per_rank;
     if (plan_.reduction == Reduction::kAllreduce) {
-      Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
+      Fold(partials_, local_shards, padded, padded, reduced_.data());
       if (!collectives_) return reduced_.data();
       PhaseTimer timer(collective_seconds_);
       DMLP_RETURN_IF_ERROR(collectives_->AllReduceSum(reduced_.data(), padded));
       return reduced_.data();
     }
+    if (shared_) return ReduceShared();
     if (!collectives_) {  // one rank: the same left fold over all shards, no bytes to move
-      if (local_shards == 1) return partials_.data();
-      Fold(partials_.data(), local_shards, padded, padded, reduced_.data());
+      if (local_shards == 1) return partials_;
+      Fold(partials_, local_shards, padded, padded, reduced_.data());
       return reduced_.data();
     }
     const size_t slice = reduction_.slice_length();
     // With one local shard the partial is already laid out [destination][slice].
-    const float* send = partials_.data();
+    const float* send = partials_;
     if (local_shards > 1) {
-      PackForAllToAll(reduction_, partials_.data(), send_.data());
+      PackForAllToAll(reduction_, partials_, send_.data());
       send = send_.data();
     }
     {
@@ -245,6 +255,29 @@ class CpuBackend final : public Backend {
     PhaseTimer timer(collective_seconds_);
     DMLP_RETURN_IF_ERROR(collectives_->AllGather(own_slice, reduced_.data(), slice));
     return reduced_.data();
+  }
+
+  // The ordered reduction in the shared segment, where every rank's partials
+  // lie [rank][local shard][padded], i.e. [shard][padded]: once all are written,
+  // each rank folds its slice of every shard, in shard order (the order the
+  // all-to-all path folds its received blocks in: the same bits), into its
+  // slice of the segment's reduced vector; once all slices are there, every
+  // rank's optimizer reads the whole vector. Nobody writes a partial again
+  // before the next update's first barrier, which each rank reaches after its
+  // optimizer, nor a slice before that barrier. Two barriers, no copies.
+  Result<const float*> ReduceShared() {
+    const size_t padded = reduction_.padded_length();
+    const size_t slice = reduction_.slice_length();
+    const size_t own = static_cast<size_t>(plan_.process_id) * slice;
+    {
+      PhaseTimer timer(collective_seconds_);
+      DMLP_RETURN_IF_ERROR(shared_->Barrier());
+    }
+    Fold(shared_->Partials(0) + own, static_cast<size_t>(plan_.data_shards), padded, slice,
+         shared_->Reduced() + own);
+    PhaseTimer timer(collective_seconds_);
+    DMLP_RETURN_IF_ERROR(shared_->Barrier());
+    return shared_->Reduced();
   }
 
   // FoldShardsInOrder on the rank's threads: each element's sum is whole on one thread.
@@ -266,7 +299,11 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> image_;  // canonical state image: params, count, mu, nu
   std::vector<float> inputs_;
   std::vector<int32_t> labels_;
-  std::vector<float> partials_;  // [local shard][padded]: gradient, loss sum, zeros
+  // The partials, [local shard][padded]: gradient, loss sum, zeros; in
+  // own_partials_, or in the shared segment's reduction area (shared_).
+  SharedMemoryCollectives* shared_;  // collectives_ when they share memory with an area; else null
+  float* partials_ = nullptr;
+  std::vector<float> own_partials_;
   std::vector<float> send_, receive_, reduced_;
   std::vector<float> audit_partial_;  // [padded]: a partial the shard audit hashes (its copy or a recomputed shard)
   float last_loss_ = 0;
@@ -312,13 +349,16 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
   DMLP_ASSIGN_OR_RETURN(CpuMlp mlp, CpuMlp::Create(layout, plan.shard_size()));
   std::unique_ptr<Collectives> collectives;
   if (plan.num_processes > 1) {
-    // The largest exchange: the all-to-all of this rank's partials (Reduce).
-    const ReductionLayout reduction{layout.parameter_count(), static_cast<size_t>(plan.num_processes),
-                                    static_cast<size_t>(plan.shards_per_rank())};
-    const size_t largest = plan.reduction == Reduction::kOrdered
-                               ? reduction.shards_per_rank * reduction.padded_length() * sizeof(float)
-                               : 0;  // the sums are Gloo's
-    DMLP_ASSIGN_OR_RETURN(collectives, ConnectCpuCollectives(rendezvous, plan.cpu_transport, largest));
+    // With shared memory the ordered reduction runs in the segment's
+    // reduction area (Reduce); the sums of REDUCTION=allreduce are Gloo's.
+    SharedSizes sizes;
+    if (plan.reduction == Reduction::kOrdered) {
+      const ReductionLayout reduction{layout.parameter_count(), static_cast<size_t>(plan.num_processes),
+                                      static_cast<size_t>(plan.shards_per_rank())};
+      sizes.partial_floats = reduction.shards_per_rank * reduction.padded_length();
+      sizes.reduced_floats = reduction.padded_length();
+    }
+    DMLP_ASSIGN_OR_RETURN(collectives, ConnectCpuCollectives(rendezvous, plan.cpu_transport, sizes));
   }
   return std::unique_ptr<Backend>(
       new CpuBackend(plan, layout, std::move(mlp), std::move(collectives)));

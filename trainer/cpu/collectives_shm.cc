@@ -33,15 +33,13 @@ struct Header {
   uint32_t world_size;
 };
 
-size_t HeaderBytes(int world_size) {
+
+size_t PageRound(size_t bytes) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t bytes = kLine * (1 + static_cast<size_t>(world_size));
   return (bytes + page - 1) / page * page;
 }
 
-size_t SegmentBytes(int world_size, size_t capacity) {
-  return HeaderBytes(world_size) + 2 * static_cast<size_t>(world_size) * capacity;
-}
+size_t HeaderBytes(int world_size) { return PageRound(kLine * (1 + static_cast<size_t>(world_size))); }
 
 size_t RoundUpToGrain(size_t bytes) { return (bytes + kCapacityGrain - 1) / kCapacityGrain * kCapacityGrain; }
 
@@ -96,14 +94,19 @@ SharedMemoryCollectives::SharedMemoryCollectives(std::unique_ptr<GlooCollectives
     : gloo_(std::move(gloo)), peer_loss_(std::move(peer_loss)), rank_(rank), world_size_(world_size) {}
 
 SharedMemoryCollectives::~SharedMemoryCollectives() {
-  if (base_ != nullptr) munmap(base_, mapped_bytes_);
+  if (outboxes_ != nullptr) munmap(outboxes_, 2 * static_cast<size_t>(world_size_) * capacity_);
+  if (base_ != nullptr) munmap(base_, fixed_bytes_);
   if (fd_ >= 0) close(fd_);
 }
 
 std::string SharedMemoryCollectives::Description() const { return gloo_->Description(); }
 
-Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, size_t capacity) {
-  capacity = RoundUpToGrain(capacity);
+Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const SharedSizes& sizes) {
+  const size_t capacity = RoundUpToGrain(sizes.outbox_bytes);
+  partial_floats_ = sizes.partial_floats;
+  reduced_floats_ = sizes.reduced_floats;
+  fixed_bytes_ = HeaderBytes(world_size_) +
+                 PageRound((static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_) * sizeof(float));
   if (rank_ == 0) {
     fd_ = static_cast<int>(syscall(SYS_memfd_create, "dmlp-collectives", MFD_CLOEXEC));
     if (fd_ < 0) return Status::Error("COLLECTIVE_ERROR", ErrnoText("memfd_create"));
@@ -113,11 +116,17 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, size_t capac
     fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd_ < 0) return Status::Error("COLLECTIVE_ERROR", "open " + path + ": " + std::strerror(errno));
   }
-  DMLP_RETURN_IF_ERROR(Map(capacity));
+  // The header and the reduction area: mapped once, so Partials() and
+  // Reduced() stay put when the outboxes grow.
+  void* fixed = mmap(nullptr, fixed_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (fixed == MAP_FAILED) return Status::Error("COLLECTIVE_ERROR", ErrnoText("mmap"));
+  base_ = static_cast<uint8_t*>(fixed);
+  DMLP_RETURN_IF_ERROR(MapOutboxes(capacity));
   // The pages now, so that a machine without the memory says so here, not
   // with SIGBUS in the middle of a step (a memfd's pages are allocated on use).
-  if (rank_ == 0 && fallocate(fd_, 0, 0, static_cast<off_t>(mapped_bytes_)) != 0 && errno != EOPNOTSUPP)
-    return Status::Error("COLLECTIVE_ERROR", ErrnoText("fallocate") + " (" + std::to_string(mapped_bytes_) +
+  const size_t total = fixed_bytes_ + 2 * static_cast<size_t>(world_size_) * capacity;
+  if (rank_ == 0 && fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0 && errno != EOPNOTSUPP)
+    return Status::Error("COLLECTIVE_ERROR", ErrnoText("fallocate") + " (" + std::to_string(total) +
                                                  " bytes of shared memory)");
   auto* header = reinterpret_cast<Header*>(base_);
   if (rank_ == 0) {
@@ -130,7 +139,7 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, size_t capac
 }
 
 Status SharedMemoryCollectives::Resize(size_t capacity) {
-  const size_t bytes = SegmentBytes(world_size_, capacity);
+  const size_t bytes = fixed_bytes_ + 2 * static_cast<size_t>(world_size_) * capacity;
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && bytes > limit.rlim_cur) {
     return Status::Error("COLLECTIVE_ERROR", "the shared segment's " + std::to_string(bytes) +
@@ -141,15 +150,29 @@ Status SharedMemoryCollectives::Resize(size_t capacity) {
   return Status::Ok();
 }
 
-Status SharedMemoryCollectives::Map(size_t capacity) {
-  const size_t bytes = SegmentBytes(world_size_, capacity);
-  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (mapped == MAP_FAILED) return Status::Error("COLLECTIVE_ERROR", ErrnoText("mmap"));
-  if (base_ != nullptr) munmap(base_, mapped_bytes_);
-  base_ = static_cast<uint8_t*>(mapped);
-  mapped_bytes_ = bytes;
+Status SharedMemoryCollectives::MapOutboxes(size_t capacity) {
+  const size_t bytes = 2 * static_cast<size_t>(world_size_) * capacity;
+  uint8_t* mapped = nullptr;
+  if (bytes > 0) {
+    void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(fixed_bytes_));
+    if (at == MAP_FAILED) return Status::Error("COLLECTIVE_ERROR", ErrnoText("mmap"));
+    mapped = static_cast<uint8_t*>(at);
+  }
+  if (outboxes_ != nullptr) munmap(outboxes_, 2 * static_cast<size_t>(world_size_) * capacity_);
+  outboxes_ = mapped;
   capacity_ = capacity;
   return Status::Ok();
+}
+
+float* SharedMemoryCollectives::Partials(int rank) const {
+  if (partial_floats_ == 0) return nullptr;
+  return reinterpret_cast<float*>(base_ + HeaderBytes(world_size_)) + static_cast<size_t>(rank) * partial_floats_;
+}
+
+float* SharedMemoryCollectives::Reduced() const {
+  if (reduced_floats_ == 0) return nullptr;
+  return reinterpret_cast<float*>(base_ + HeaderBytes(world_size_)) +
+         static_cast<size_t>(world_size_) * partial_floats_;
 }
 
 SharedMemoryCollectives::Slot& SharedMemoryCollectives::SlotOf(int rank) const {
@@ -157,7 +180,7 @@ SharedMemoryCollectives::Slot& SharedMemoryCollectives::SlotOf(int rank) const {
 }
 
 uint8_t* SharedMemoryCollectives::Outbox(int rank, uint32_t operation) const {
-  return base_ + HeaderBytes(world_size_) + (2 * static_cast<size_t>(rank) + operation % 2) * capacity_;
+  return outboxes_ + (2 * static_cast<size_t>(rank) + operation % 2) * capacity_;
 }
 
 Status SharedMemoryCollectives::Fail(const char* op, const std::string& what) {
@@ -177,7 +200,7 @@ Status SharedMemoryCollectives::Begin(const char* op, size_t bytes) {
     DMLP_RETURN_IF_ERROR(PublishAndWait(op));
     const size_t capacity = RoundUpToGrain(bytes);
     if (Status resized = Resize(capacity); !resized.ok()) return Fail(op, resized.detail() + " (growing it)");
-    if (Status mapped = Map(capacity); !mapped.ok()) return Fail(op, mapped.detail());
+    if (Status mapped = MapOutboxes(capacity); !mapped.ok()) return Fail(op, mapped.detail());
   }
   ++op_;
   return Status::Ok();
@@ -256,7 +279,7 @@ Status SharedMemoryCollectives::Barrier() {
 }
 
 Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvous,
-                                                           CpuTransport transport, size_t capacity,
+                                                           CpuTransport transport, const SharedSizes& sizes,
                                                            const std::string& host_identity) {
   const int rank = rendezvous.rank();
   const int world_size = rendezvous.world_size();
@@ -295,7 +318,7 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
   std::string where;
   Status attached = Status::Ok();
   if (rank == 0) {
-    attached = shm->Attach(0, 0, capacity);
+    attached = shm->Attach(0, 0, sizes);
     where = attached.ok() ? std::to_string(getpid()) + " " + std::to_string(shm->fd_) : "";
     DMLP_RETURN_IF_ERROR(rendezvous.Set("transport/segment", where));
   } else {
@@ -304,7 +327,7 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
     if (where.empty() || std::sscanf(where.c_str(), "%d %d", &pid, &fd) != 2) {
       attached = Status::Error("COLLECTIVE_ERROR", "rank 0 has no segment");
     } else {
-      attached = shm->Attach(pid, fd, capacity);
+      attached = shm->Attach(pid, fd, sizes);
     }
   }
   DMLP_ASSIGN_OR_RETURN(std::vector<std::string> outcomes,

@@ -1,11 +1,14 @@
-// defines: SharedMemoryCollectives, LocalHostIdentity, ConnectCpuCollectives
+// defines: SharedSizes, SharedMemoryCollectives, LocalHostIdentity, ConnectCpuCollectives
 //
-// The CPU platform's collectives when every rank runs on one host: AllToAll,
-// AllGather and Barrier move their bytes through one shared memory segment,
-// one copy in and one copy out per byte, where Gloo's TCP pairs cost two
-// copies through the kernel, two system calls per chunk and a wake-up of
-// Gloo's loop thread (two ranks on two CPUs, issue 4's configuration: 9.7 ms
-// of every update's 58 were the two TCP exchanges, docs/performance.md).
+// The CPU platform's collectives when every rank runs on one host, through
+// one shared memory segment: dmlp-train's ordered reduction runs in place in
+// it (each rank computes its partials there and folds its slice of everyone's
+// between two barriers: no byte copied), and AllToAll, AllGather and Barrier
+// move bytes through it with one copy in and one out, where Gloo's TCP pairs
+// cost two copies through the kernel, system calls and wake-ups of Gloo's
+// loop thread (two ranks on two CPUs, issue 4's configuration: 9.3-11.8 ms of
+// every 58-65 ms update were the two TCP exchanges; in place, 0.9-1.3 ms;
+// docs/performance.md).
 // AllReduceSum stays Gloo's: the library that adds is in the fingerprint, and
 // with shared memory or TCP a job's receipts are the same bits.
 //
@@ -13,8 +16,10 @@
 // through /proc/<rank 0's pid>/fd/<fd>, so it needs no name in a file system
 // and CRIU dumps and restores its pages with the job (tests/e2e/criu). Its
 // layout: a header (per rank, in its own cache line, the number of operations
-// it has published, a futex word) and per rank two outboxes of `capacity`
-// bytes. Operation n (counted alike on every rank, since every call is
+// it has published, a futex word); the reduction area (every rank's partial
+// gradients and the reduced vector, which CpuBackend computes into and folds
+// from in place, so its ordered reduction copies nothing: two barriers); and
+// per rank two outboxes of `capacity` bytes for AllToAll and AllGather. Operation n (counted alike on every rank, since every call is
 // collective) writes outbox n % 2, publishes n, waits until every peer
 // published n and reads their outboxes n % 2. Two outboxes need no second
 // wait: a peer has read my outbox n % 2 of operation n - 2 before it
@@ -50,17 +55,23 @@ class Rendezvous;
 /// peer's /proc/<pid> must be that peer).
 std::string LocalHostIdentity();
 
+/// What the shared segment holds besides its header.
+struct SharedSizes {
+  size_t outbox_bytes = 0;    // the largest AllToAll / AllGather call's (a larger one grows them)
+  size_t partial_floats = 0;  // per rank, in the reduction area (SharedMemoryCollectives::Partials)
+  size_t reduced_floats = 0;  // the reduced vector, in the reduction area (Reduced)
+};
+
 /// Connects the CPU platform's collectives: the Gloo mesh always
 /// (GlooCollectives::Connect), and with `transport` auto or shm a segment
 /// shared by the ranks when their `host_identity` values (gathered through
-/// the rendezvous) are all equal, its outboxes sized for `capacity` bytes
-/// (the largest call's: a larger one grows them). Decided alike on every
+/// the rendezvous) are all equal, sized by `sizes`. Decided alike on every
 /// rank: any rank's tcp wins; shm with ranks on several hosts, or a segment
 /// that cannot be made or shared (RLIMIT_FSIZE, memory, /proc), is
 /// COLLECTIVE_ERROR on every rank; auto falls back to TCP then, with a
 /// warning. REQUIRES: `rendezvous` joined, world_size > 1.
 Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(
-    Rendezvous& rendezvous, CpuTransport transport, size_t capacity,
+    Rendezvous& rendezvous, CpuTransport transport, const SharedSizes& sizes,
     const std::string& host_identity = LocalHostIdentity());
 
 class SharedMemoryCollectives final : public Collectives {
@@ -85,18 +96,27 @@ class SharedMemoryCollectives final : public Collectives {
   /// Bytes of each outbox now (tests: a large call grows them).
   size_t capacity() const { return capacity_; }
 
+  /// The reduction area (SharedSizes): rank r's partial_floats, which r writes
+  /// and every rank may read between two Barrier()s, and the reduced vector,
+  /// whose slices the ranks write likewise. CpuBackend folds straight from
+  /// and into it, so the ordered reduction copies no byte at all. The same
+  /// addresses for the collectives' life; null when the size asked was 0.
+  float* Partials(int rank) const;
+  float* Reduced() const;
+
  private:
-  friend Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous&, CpuTransport, size_t,
-                                                                    const std::string&);
+  friend Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous&, CpuTransport,
+                                                                    const SharedSizes&, const std::string&);
   struct Slot;  // a rank's line of the header
 
   SharedMemoryCollectives(std::unique_ptr<GlooCollectives> gloo, std::shared_ptr<PeerLoss> peer_loss,
                           int rank, int world_size);
   /// Rank 0 creates the segment; the others open rank 0's fd `fd` of process `pid`.
-  Status Attach(int owner_pid, int owner_fd, size_t capacity);
+  Status Attach(int owner_pid, int owner_fd, const SharedSizes& sizes);
   /// Sets the segment's size for `capacity` bytes per outbox (never past RLIMIT_FSIZE).
   Status Resize(size_t capacity);
-  Status Map(size_t capacity);
+  /// (Re)maps the outboxes, which follow the header and the reduction area.
+  Status MapOutboxes(size_t capacity);
   Slot& SlotOf(int rank) const;
   uint8_t* Outbox(int rank, uint32_t operation) const;
   /// Begins operation op_ + 1 whose outbox needs `bytes`; grows the outboxes first if needed.
@@ -111,9 +131,12 @@ class SharedMemoryCollectives final : public Collectives {
   int rank_;
   int world_size_;
   int fd_ = -1;                 // the memfd (rank 0 created it)
-  uint8_t* base_ = nullptr;     // the mapping
-  size_t mapped_bytes_ = 0;
-  size_t capacity_ = 0;         // bytes per outbox
+  uint8_t* base_ = nullptr;     // the header and the reduction area: fixed_bytes_
+  size_t fixed_bytes_ = 0;
+  size_t partial_floats_ = 0;
+  size_t reduced_floats_ = 0;
+  uint8_t* outboxes_ = nullptr;  // 2 * world_size outboxes of capacity_ bytes
+  size_t capacity_ = 0;          // bytes per outbox
   uint32_t op_ = 0;             // operations begun (wraps; compared as a difference)
   Status broken_;
 };
