@@ -21,12 +21,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/collectives_test_util.h"
 #include "tests/unit/rendezvous_test_util.h"
 
 namespace dmlp {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::ExpectAllOk;
 using testing::FreePort;
 using testing::RendezvousTestOptions;
 using testing::RunRanks;
@@ -36,25 +38,12 @@ constexpr int kRanks = 3;
 // Joins, connects Gloo, runs body(rank, collectives) on every rank; returns each rank's outcome.
 std::array<Status, kRanks> WithCollectives(
     const std::function<Status(int, Collectives&)>& body, int timeout_seconds = 10) {
-  const int port = FreePort();
-  std::array<Status, kRanks> results;
-  RunRanks(kRanks, [&](int rank) {
-    auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks, timeout_seconds));
-    if (!joined.ok()) return void(results[rank] = joined.status());
-    auto collectives = GlooCollectives::Connect(**joined);
-    if (!collectives.ok()) return void(results[rank] = collectives.status());
-    results[rank] = body(rank, **collectives);
-    Status barrier = (*joined)->Barrier("test-end");  // nobody tears down Gloo while a peer still uses it
-    if (results[rank].ok()) results[rank] = barrier;
-    collectives.value().reset();
-    Status closed = (*joined)->Close();
-    if (results[rank].ok()) results[rank] = closed;
-  });
-  return results;
-}
-
-void ExpectAllOk(const std::array<Status, kRanks>& results) {
-  for (int rank = 0; rank < kRanks; ++rank) EXPECT_TRUE(results[rank].ok()) << rank << ": " << results[rank].ToString();
+  return testing::WithConnectedRanks<kRanks>(
+      [](int, Rendezvous& rendezvous) -> Result<std::unique_ptr<Collectives>> {
+        DMLP_ASSIGN_OR_RETURN(std::unique_ptr<GlooCollectives> gloo, GlooCollectives::Connect(rendezvous));
+        return std::unique_ptr<Collectives>(std::move(gloo));
+      },
+      body, timeout_seconds);
 }
 
 TEST(GlooCollectivesTest, AllToAllSendsBlockQToRankQ) {

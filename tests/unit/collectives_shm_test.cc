@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/collectives_test_util.h"
 #include "tests/unit/rendezvous_test_util.h"
 #include "trainer/rendezvous/rendezvous.h"
 
@@ -24,6 +25,7 @@ namespace dmlp {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::ExpectAllOk;
 using testing::FreePort;
 using testing::RendezvousTestOptions;
 using testing::RunRanks;
@@ -40,25 +42,11 @@ std::array<Status, kRanks> WithCollectives(const std::function<Status(int, Colle
                                            std::array<CpuTransport, kRanks> transports = {},
                                            std::array<std::string, kRanks> hosts = {"h", "h", "h"},
                                            SharedSizes sizes = {}) {
-  const int port = FreePort();
-  std::array<Status, kRanks> results;
-  RunRanks(kRanks, [&](int rank) {
-    auto joined = Rendezvous::Join(RendezvousTestOptions(port, rank, kRanks));
-    if (!joined.ok()) return void(results[rank] = joined.status());
-    auto collectives = ConnectCpuCollectives(**joined, transports[rank], sizes, hosts[rank]);
-    if (!collectives.ok()) return void(results[rank] = collectives.status());
-    results[rank] = body(rank, **collectives);
-    Status barrier = (*joined)->Barrier("test-end");  // nobody unmaps while a peer still reads
-    if (results[rank].ok()) results[rank] = barrier;
-    collectives.value().reset();
-    Status closed = (*joined)->Close();
-    if (results[rank].ok()) results[rank] = closed;
-  });
-  return results;
-}
-
-void ExpectAllOk(const std::array<Status, kRanks>& results) {
-  for (int rank = 0; rank < kRanks; ++rank) EXPECT_TRUE(results[rank].ok()) << rank << ": " << results[rank].ToString();
+  return testing::WithConnectedRanks<kRanks>(
+      [&](int rank, Rendezvous& rendezvous) {
+        return ConnectCpuCollectives(rendezvous, transports[rank], sizes, hosts[rank]);
+      },
+      body);
 }
 
 float Value(int round, int from, int to, size_t i) {
