@@ -46,6 +46,12 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The reduction vector's layout for this rank (trainer/math/ordered_reduce.h).
+ReductionLayout ReductionFor(const Plan& plan, const StateLayout& layout) {
+  return {layout.parameter_count(), static_cast<size_t>(plan.num_processes),
+          static_cast<size_t>(plan.shards_per_rank())};
+}
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Plan& plan, const StateLayout& layout, CpuMlp mlp,
@@ -54,8 +60,7 @@ class CpuBackend final : public Backend {
         layout_(layout),
         mlp_(std::move(mlp)),
         collectives_(std::move(collectives)),
-        reduction_{layout.parameter_count(), static_cast<size_t>(plan.num_processes),
-                   static_cast<size_t>(plan.shards_per_rank())},
+        reduction_(ReductionFor(plan, layout)),
         image_(layout.image_bytes()),
         inputs_(static_cast<size_t>(plan.shard_size() * plan.model.features)),
         labels_(static_cast<size_t>(plan.shard_size())),
@@ -353,8 +358,7 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
     // reduction area (Reduce); the sums of REDUCTION=allreduce are Gloo's.
     SharedSizes sizes;
     if (plan.reduction == Reduction::kOrdered) {
-      const ReductionLayout reduction{layout.parameter_count(), static_cast<size_t>(plan.num_processes),
-                                      static_cast<size_t>(plan.shards_per_rank())};
+      const ReductionLayout reduction = ReductionFor(plan, layout);
       sizes.partial_floats = reduction.shards_per_rank * reduction.padded_length();
       sizes.reduced_floats = reduction.padded_length();
     }

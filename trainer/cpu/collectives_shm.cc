@@ -94,7 +94,7 @@ SharedMemoryCollectives::SharedMemoryCollectives(std::unique_ptr<GlooCollectives
     : gloo_(std::move(gloo)), peer_loss_(std::move(peer_loss)), rank_(rank), world_size_(world_size) {}
 
 SharedMemoryCollectives::~SharedMemoryCollectives() {
-  if (outboxes_ != nullptr) munmap(outboxes_, 2 * static_cast<size_t>(world_size_) * capacity_);
+  if (outboxes_ != nullptr) munmap(outboxes_, OutboxesBytes(capacity_));
   if (base_ != nullptr) munmap(base_, fixed_bytes_);
   if (fd_ >= 0) close(fd_);
 }
@@ -124,7 +124,7 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
   DMLP_RETURN_IF_ERROR(MapOutboxes(capacity));
   // The pages now, so that a machine without the memory says so here, not
   // with SIGBUS in the middle of a step (a memfd's pages are allocated on use).
-  const size_t total = fixed_bytes_ + 2 * static_cast<size_t>(world_size_) * capacity;
+  const size_t total = fixed_bytes_ + OutboxesBytes(capacity);
   if (rank_ == 0 && fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0 && errno != EOPNOTSUPP)
     return Status::Error("COLLECTIVE_ERROR", ErrnoText("fallocate") + " (" + std::to_string(total) +
                                                  " bytes of shared memory)");
@@ -139,7 +139,7 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
 }
 
 Status SharedMemoryCollectives::Resize(size_t capacity) {
-  const size_t bytes = fixed_bytes_ + 2 * static_cast<size_t>(world_size_) * capacity;
+  const size_t bytes = fixed_bytes_ + OutboxesBytes(capacity);
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && bytes > limit.rlim_cur) {
     return Status::Error("COLLECTIVE_ERROR", "the shared segment's " + std::to_string(bytes) +
@@ -151,17 +151,21 @@ Status SharedMemoryCollectives::Resize(size_t capacity) {
 }
 
 Status SharedMemoryCollectives::MapOutboxes(size_t capacity) {
-  const size_t bytes = 2 * static_cast<size_t>(world_size_) * capacity;
+  const size_t bytes = OutboxesBytes(capacity);
   uint8_t* mapped = nullptr;
   if (bytes > 0) {
     void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(fixed_bytes_));
     if (at == MAP_FAILED) return Status::Error("COLLECTIVE_ERROR", ErrnoText("mmap"));
     mapped = static_cast<uint8_t*>(at);
   }
-  if (outboxes_ != nullptr) munmap(outboxes_, 2 * static_cast<size_t>(world_size_) * capacity_);
+  if (outboxes_ != nullptr) munmap(outboxes_, OutboxesBytes(capacity_));
   outboxes_ = mapped;
   capacity_ = capacity;
   return Status::Ok();
+}
+
+size_t SharedMemoryCollectives::OutboxesBytes(size_t capacity) const {
+  return 2 * static_cast<size_t>(world_size_) * capacity;
 }
 
 float* SharedMemoryCollectives::Partials(int rank) const {
@@ -285,18 +289,19 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
   const int world_size = rendezvous.world_size();
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<GlooCollectives> gloo, GlooCollectives::Connect(rendezvous));
   // Each rank's choice and host, so that every rank decides alike.
-  DMLP_ASSIGN_OR_RETURN(std::vector<std::string> hosts,
+  DMLP_ASSIGN_OR_RETURN(std::vector<std::string> entries,
                         rendezvous.AllGather("transport/host", std::string(CpuTransportName(transport)) +
                                                                    " " + host_identity));
+  std::vector<std::string> hosts;  // each rank's host identity ("choice identity" split once)
   bool any_tcp = false, any_shm = false;
   int elsewhere = -1;  // a rank on another host than rank 0
   for (int r = 0; r < world_size; ++r) {
-    const std::string& entry = hosts[r];
-    const size_t space = entry.find(' ');
-    const std::string choice = entry.substr(0, space);
+    const size_t space = entries[r].find(' ');
+    const std::string choice = entries[r].substr(0, space);
+    hosts.push_back(entries[r].substr(space + 1));
     any_tcp |= choice == CpuTransportName(CpuTransport::kTcp);
     any_shm |= choice == CpuTransportName(CpuTransport::kSharedMemory);
-    if (elsewhere < 0 && entry.substr(space + 1) != hosts[0].substr(hosts[0].find(' ') + 1)) elsewhere = r;
+    if (elsewhere < 0 && hosts[r] != hosts[0]) elsewhere = r;
   }
   if (any_tcp && any_shm) {  // PlanFingerprint makes ranks agree; this is the last line of defence
     return ConnectError(rank, "ranks disagree on DMLP_CPU_TRANSPORT (tcp and shm)");
@@ -304,11 +309,9 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
   if (any_tcp) return std::unique_ptr<Collectives>(std::move(gloo));
   if (elsewhere >= 0) {
     if (!any_shm) return std::unique_ptr<Collectives>(std::move(gloo));
-    const std::string& there = hosts[elsewhere];
     return ConnectError(rank, "DMLP_CPU_TRANSPORT=shm needs every rank on one host, and rank " +
-                                  std::to_string(elsewhere) + " runs elsewhere (" +
-                                  there.substr(there.find(' ') + 1) + "; rank 0: " +
-                                  hosts[0].substr(hosts[0].find(' ') + 1) + ")");
+                                  std::to_string(elsewhere) + " runs elsewhere (" + hosts[elsewhere] +
+                                  "; rank 0: " + hosts[0] + ")");
   }
   std::shared_ptr<PeerLoss> peer_loss = rendezvous.peer_loss();
   std::unique_ptr<SharedMemoryCollectives> shm(

@@ -117,6 +117,8 @@ class SharedMemoryCollectives final : public Collectives {
   Status Resize(size_t capacity);
   /// (Re)maps the outboxes, which follow the header and the reduction area.
   Status MapOutboxes(size_t capacity);
+  /// Bytes of all outboxes at `capacity` bytes each.
+  size_t OutboxesBytes(size_t capacity) const;
   Slot& SlotOf(int rank) const;
   uint8_t* Outbox(int rank, uint32_t operation) const;
   /// Begins operation op_ + 1 whose outbox needs `bytes`; grows the outboxes first if needed.
