@@ -22,12 +22,15 @@ set(DMLP_BLIS_BESIDE_EXECUTABLE "" CACHE STRING
   "BLIS file relative to the executable's folder (e.g. ../lib/libblis.so.4); empty: the path found here")
 
 add_library(dmlp_gemm_cpu STATIC ${CMAKE_CURRENT_LIST_DIR}/cpu/gemm_cpu.cc
+                                 ${CMAKE_CURRENT_LIST_DIR}/cpu/gemm_epilogue.cc
                                  ${CMAKE_CURRENT_LIST_DIR}/cpu/ordered_sgemm.cc)
 # -O3 keeps the micro-kernels' accumulators in registers. Never -ffast-math or
 # -Ofast (they set flush-to-zero and allow reassociation); -ffp-contract=off
 # stays on from the top-level CMakeLists.txt: the kernels' FMAs are explicit.
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/cpu/ordered_sgemm.cc PROPERTIES COMPILE_OPTIONS "-O3")
+  # The epilogue's loops vectorize at -O3 (one add, compare or select each: no bit changes).
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/cpu/gemm_epilogue.cc PROPERTIES COMPILE_OPTIONS "-O3")
 endif()
 # Threads split C's blocks through OpenMP (libgomp: the runtime BLIS loads too).
 find_package(OpenMP COMPONENTS CXX)

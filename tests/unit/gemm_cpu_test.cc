@@ -156,6 +156,34 @@ TEST_P(GemmCpuTest, SameCallGivesSameBits) {
   }
 }
 
+// The MLP's bias + ReLU and ReLU-derivative steps ride on the GEMM (fused into
+// dmlp's tiles, a pass after BLIS): the same bits as the GEMM alone, then the step.
+TEST_P(GemmCpuTest, TheEpilogueGivesTheGemmsBitsThenTheStep) {
+  const Shape s{70, 300, 600, false, true};
+  Problem plain = MakeProblem(s, 2, 61);
+  Problem fused = plain;
+  std::vector<float> bias(static_cast<size_t>(s.n)), mask(plain.c.size());
+  Fill(bias, 62);
+  Fill(mask, 63);
+  RunGemm(plain, 1.0f, 0.0f);
+  for (const GemmEpilogue& e : {GemmEpilogue::AddBiasRelu(bias.data()),
+                                GemmEpilogue::MaskByPositive(mask.data(), static_cast<size_t>(plain.ldc))}) {
+    std::vector<float> want = plain.c;
+    for (int i = 0; i < s.m; ++i) {
+      for (int j = 0; j < s.n; ++j) {
+        float& x = want[static_cast<size_t>(i) * plain.ldc + j];
+        const float v = x + bias[j];
+        x = e.kind == GemmEpilogue::Kind::kAddBiasRelu ? (v <= 0.0f ? 0.0f : v)
+                                                       : (mask[static_cast<size_t>(i) * plain.ldc + j] > 0.0f ? x : 0.0f);
+      }
+    }
+    Sgemm(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, fused.a.data(), fused.lda, fused.b.data(), fused.ldb,
+          0.0f, fused.c.data(), fused.ldc, e);
+    EXPECT_EQ(0, std::memcmp(want.data(), fused.c.data(), want.size() * sizeof(float)))
+        << "epilogue " << static_cast<int>(e.kind);
+  }
+}
+
 // The trainer's thread policy (CPUs shared among the ranks, so the count changes
 // with NUM_PROCESSES) is only allowed because the bits do not depend on it: MLP shapes (batch
 // shard 64/512, widths up to 2048) and odd sizes, every transpose pair, 1 to 3 threads.

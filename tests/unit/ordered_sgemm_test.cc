@@ -3,7 +3,8 @@
 // literal loop there is (one std::fma chain per element, increasing k, from +0).
 // Odd shapes, sizes off every tile, K past two k-blocks and off the block,
 // every transpose pair, strided operands, denormal inputs and outputs, -0,
-// infinities, alpha/beta, and a caller that left flush-to-zero on.
+// infinities, alpha/beta, a caller that left flush-to-zero on, and the
+// epilogues (gemm_epilogue.h) against the separate passes they replaced.
 #include "trainer/cpu/ordered_sgemm.h"
 
 #include <gtest/gtest.h>
@@ -75,12 +76,13 @@ std::vector<float> Rule(const Problem& p, float alpha, float beta) {
 
 // C, and two rows past its last that the kernel must leave alone (a short
 // panel or an edge tile writing beyond C's rows fails here, not only under ASan).
-std::vector<float> RunKernel(GemmIsa isa, int threads, const Problem& p, float alpha, float beta) {
+std::vector<float> RunKernel(GemmIsa isa, int threads, const Problem& p, float alpha, float beta,
+                             const GemmEpilogue& epilogue = GemmEpilogue::None()) {
   const float guard = -12345.0f;
   std::vector<float> c = p.c;
   c.resize(p.c.size() + 2 * p.ldc, guard);
   OrderedSgemm(isa, threads, p.s.ta, p.s.tb, p.s.m, p.s.n, p.s.k, alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
-               beta, c.data(), p.ldc);
+               beta, c.data(), p.ldc, epilogue);
   for (size_t e = p.c.size(); e < c.size(); ++e) {
     EXPECT_EQ(c[e], guard) << "written past C's last row, element " << e - p.c.size();
     if (c[e] != guard) break;
@@ -228,6 +230,104 @@ TEST(OrderedSgemmTest, BetaZeroNeverReadsC) {
   Problem empty = Make({4, 5, 0, false, false}, 0, 14, false);
   std::fill(empty.c.begin(), empty.c.end(), std::numeric_limits<float>::quiet_NaN());
   for (GemmIsa isa : Kernels()) EXPECT_TRUE(SameBits(std::vector<float>(20, 0.0f), RunKernel(isa, 1, empty, 1.0f, 0.0f)));
+}
+
+// The MLP's element-wise passes as they ran after the GEMM before the
+// epilogue was fused into its tiles, literally.
+void SeparatePass(const GemmEpilogue& e, const Problem& p, std::vector<float>& c) {
+  for (int i = 0; i < p.s.m; ++i) {
+    for (int j = 0; j < p.s.n; ++j) {
+      float& x = c[i * p.ldc + j];
+      switch (e.kind) {
+        case GemmEpilogue::Kind::kNone: break;
+        case GemmEpilogue::Kind::kAddBias: x = x + e.bias[j]; break;
+        case GemmEpilogue::Kind::kAddBiasRelu: {
+          const float v = x + e.bias[j];
+          x = v <= 0.0f ? 0.0f : v;
+          break;
+        }
+        case GemmEpilogue::Kind::kMaskByPositive: x = e.mask[i * e.mask_stride + j] > 0.0f ? x : 0.0f; break;
+      }
+    }
+  }
+}
+
+// Biases and masks with the values whose handling is easy to get wrong: a
+// NaN (passes through the ReLU; masks its element to 0), -0 and +0 (masked;
+// -0 + +0 sums are +0), denormals (positive ones keep their element),
+// infinities, and large negatives that the ReLU zeroes.
+std::vector<float> EdgeValues(size_t count, uint64_t seed) {
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -0.0f, 0.0f, 1e-40f, -1e-40f,
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            -1e30f};
+  std::vector<float> values(count);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 5;
+  for (float& v : values) {
+    const uint32_t r = Next(state);
+    v = r % 5 == 0 ? specials[(r >> 8) % 8] : static_cast<float>(static_cast<int32_t>(r >> 8) - (1 << 23)) / (1 << 23);
+  }
+  return values;
+}
+
+TEST(OrderedSgemmTest, EveryEpilogueGivesTheBitsOfTheRuleThenItsSeparatePass) {
+  uint64_t seed = 100;
+  for (const Case& s : kCases) {
+    const Problem p = Make(s, s.n % 3, seed++, false);
+    const std::vector<float> bias = EdgeValues(size_t(s.n), seed++);
+    const std::vector<float> mask = EdgeValues(size_t(s.m) * p.ldc, seed++);
+    for (const GemmEpilogue& e : {GemmEpilogue::AddBias(bias.data()), GemmEpilogue::AddBiasRelu(bias.data()),
+                                  GemmEpilogue::MaskByPositive(mask.data(), p.ldc)}) {
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{-0.5f, 2.0f}}) {  // fused; after the scratch
+        std::vector<float> want = Rule(p, alpha, beta);
+        SeparatePass(e, p, want);
+        for (GemmIsa isa : Kernels()) {
+          for (int threads : {1, 2}) {
+            SCOPED_TRACE(std::string(GemmIsaName(isa)) + " threads=" + std::to_string(threads) + " m=" +
+                         std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                         " epilogue=" + std::to_string(static_cast<int>(e.kind)) + " alpha=" + std::to_string(alpha));
+            EXPECT_TRUE(SameBits(want, RunKernel(isa, threads, p, alpha, beta, e)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(OrderedSgemmTest, TheEpilogueFollowsTheLastKBlockOnlyAndZeroDepth) {
+  // K past three k-blocks, rows spread over many chunks and threads: an
+  // epilogue applied after an earlier block would be summed into the chain.
+  const Problem p = Make({150, 70, 3 * 256 + 11, false, false}, 2, 31, false);
+  const std::vector<float> bias = EdgeValues(70, 32);
+  std::vector<float> want = Rule(p, 1.0f, 0.0f);
+  SeparatePass(GemmEpilogue::AddBiasRelu(bias.data()), p, want);
+  for (GemmIsa isa : Kernels())
+    for (int threads : {1, 3})
+      EXPECT_TRUE(SameBits(want, RunKernel(isa, threads, p, 1.0f, 0.0f, GemmEpilogue::AddBiasRelu(bias.data()))))
+          << GemmIsaName(isa) << " threads=" << threads;
+  // K = 0: C = +0, then the epilogue (bias alone).
+  const Problem empty = Make({4, 5, 0, false, false}, 0, 33, false);
+  const std::vector<float> bias5 = EdgeValues(5, 34);
+  std::vector<float> zeros(20, 0.0f);
+  SeparatePass(GemmEpilogue::AddBias(bias5.data()), empty, zeros);
+  for (GemmIsa isa : Kernels())
+    EXPECT_TRUE(SameBits(zeros, RunKernel(isa, 1, empty, 1.0f, 0.0f, GemmEpilogue::AddBias(bias5.data()))));
+}
+
+TEST(OrderedSgemmTest, TheReluEpilogueTurnsMinusZeroIntoPlusZeroAndPassesNaN) {
+  // Row 0 of A is zeros, so S = +0 there and alpha = -1 makes it -0, which a
+  // -0 bias keeps: jax.nn.relu gives +0. A NaN bias gives NaN, not 0.
+  Problem p = Make({3, 40, 300, false, false}, 0, 41, false);
+  std::fill_n(p.a.begin(), 300, 0.0f);
+  std::vector<float> bias(40, -0.0f);
+  bias[7] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> want = Rule(p, -1.0f, 0.0f);
+  ASSERT_TRUE(std::signbit(want[0]));
+  SeparatePass(GemmEpilogue::AddBiasRelu(bias.data()), p, want);
+  ASSERT_FALSE(std::signbit(want[0]));
+  ASSERT_TRUE(std::isnan(want[7]));
+  for (GemmIsa isa : Kernels())
+    EXPECT_TRUE(SameBits(want, RunKernel(isa, 2, p, -1.0f, 0.0f, GemmEpilogue::AddBiasRelu(bias.data()))))
+        << GemmIsaName(isa);
 }
 
 TEST(OrderedSgemmTest, ThisCpuRunsTheKernelsItClaims) {

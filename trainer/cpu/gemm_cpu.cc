@@ -300,14 +300,16 @@ std::string BlisPathBesideExecutable(const std::string& executable, const std::s
 }
 
 void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
-           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+           const GemmEpilogue& epilogue) {
   const State& state = GlobalState();
   RequireShape(state.ready && m >= 0 && n >= 0 && k >= 0);
   RequireShape(lda >= std::max(1, transpose_a ? m : k) && ldb >= std::max(1, transpose_b ? k : n) &&
                ldc >= std::max(1, n));
   if (state.choice != CpuGemm::kBlis) {
     OrderedSgemm(state.isa, state.info.threads, transpose_a, transpose_b, m, n, k, alpha, a,
-                 static_cast<size_t>(lda), b, static_cast<size_t>(ldb), beta, c, static_cast<size_t>(ldc));
+                 static_cast<size_t>(lda), b, static_cast<size_t>(ldb), beta, c, static_cast<size_t>(ldc),
+                 epilogue);
     return;
   }
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same
@@ -315,6 +317,7 @@ void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
   const char trans_a = transpose_a ? 'T' : 'N';
   const char trans_b = transpose_b ? 'T' : 'N';
   state.blis.sgemm(&trans_b, &trans_a, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+  if (m > 0 && n > 0) ApplyGemmEpilogue(epilogue, 0, 0, m, n, c, static_cast<size_t>(ldc));
 }
 
 }  // namespace dmlp

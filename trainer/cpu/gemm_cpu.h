@@ -21,6 +21,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "trainer/cpu/gemm_epilogue.h"
 
 namespace dmlp {
 
@@ -60,9 +61,13 @@ const CpuGemmInfo& CpuGemmDescription();
 /// from the folder of `executable` (an absolute `relative` is returned as it is).
 std::string BlisPathBesideExecutable(const std::string& executable, const std::string& relative);
 
-/// Row-major SGEMM by the selected GEMM. REQUIRES: InitCpuGemm succeeded; m, n, k >= 0; lda/ldb/ldc are row
-/// strides of the stored matrices, each >= max(1, stored columns). Violations abort.
+/// Row-major SGEMM by the selected GEMM, then `epilogue` on every element of C
+/// (gemm_epilogue.h: dmlp's kernels fuse it into their tiles; after BLIS it is
+/// a pass over C on the calling thread). REQUIRES: InitCpuGemm succeeded; m, n,
+/// k >= 0; lda/ldb/ldc are row strides of the stored matrices, each >= max(1,
+/// stored columns). Violations abort.
 void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
-           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+           const GemmEpilogue& epilogue = GemmEpilogue::None());
 
 }  // namespace dmlp

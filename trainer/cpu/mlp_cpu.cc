@@ -12,36 +12,13 @@
 namespace dmlp {
 namespace {
 
-// The element-wise passes below are written as plain array loops so that -O3
-// vectorizes them (trainer/math.cmake), each compiled per ISA
-// (trainer/cpu/cpu_clones.h). Every operation is one IEEE-rounded add, a compare
-// or a select, so the vector width changes only the speed, never a bit. Sums
-// stay in sample order: the vector lanes run across columns, never along a sum.
-// The passes run on the rank's threads (ParallelRanges) in pieces of whole
-// rows, or of whole columns for the column sums: each element's value comes
-// from its own inputs alone, so no split changes a bit.
-
-// y[i][j] = relu(y[i][j] + bias[j]), where relu is jax.nn.relu = maximum(x, 0):
-// NaN passes through (so a diverging run shows a non-finite loss), -0 becomes +0.
-DMLP_CPU_CLONES
-void AddBiasRelu(float* y, const float* bias, int rows, int cols) {
-  for (int i = 0; i < rows; ++i) {
-    float* row = y + static_cast<size_t>(i) * cols;
-    for (int j = 0; j < cols; ++j) {
-      const float v = row[j] + bias[j];
-      row[j] = v <= 0.0f ? 0.0f : v;
-    }
-  }
-}
-
-// y[i][j] += bias[j] (the output layer: no activation).
-DMLP_CPU_CLONES
-void AddBias(float* y, const float* bias, int rows, int cols) {
-  for (int i = 0; i < rows; ++i) {
-    float* row = y + static_cast<size_t>(i) * cols;
-    for (int j = 0; j < cols; ++j) row[j] = row[j] + bias[j];
-  }
-}
+// The bias, ReLU and ReLU-derivative steps run inside the GEMMs, on each tile
+// of C as it finishes (trainer/cpu/gemm_epilogue.h). The column sums below are
+// a plain array loop that -O3 vectorizes (trainer/math.cmake), compiled per ISA
+// (trainer/cpu/cpu_clones.h): one IEEE-rounded add each, so the vector width
+// changes only the speed, never a bit. Sums stay in sample order: the vector
+// lanes run across columns, never along a sum. They run on the rank's threads
+// (ParallelRanges) in pieces of whole columns: each sum whole on one thread.
 
 // sums[j] = ((d[0][j] + d[1][j]) + d[2][j]) + ...: column sums in row order,
 // for `cols` columns of a matrix whose rows are `stride` long.
@@ -54,17 +31,8 @@ void SumColumnsInRowOrder(const float* d, int rows, int stride, int cols, float*
   }
 }
 
-// Pieces of the element-wise passes: about 16 KiB of rows, 64 columns, 4096 elements.
-size_t RowGrain(int cols) { return std::max<size_t>(1, 4096 / static_cast<size_t>(std::max(1, cols))); }
+// Pieces of the column sums: 64 columns.
 constexpr size_t kColumnGrain = 64;
-constexpr size_t kElementGrain = 4096;
-
-// delta[e] = 0 where the ReLU's output was not positive (jax.nn.relu's
-// derivative is 0 at 0 and below, and for a NaN output).
-DMLP_CPU_CLONES
-void MaskByPositive(float* delta, const float* relu_output, size_t count) {
-  for (size_t e = 0; e < count; ++e) delta[e] = relu_output[e] > 0.0f ? delta[e] : 0.0f;
-}
 
 }  // namespace
 
@@ -107,18 +75,12 @@ void CpuMlp::Forward(const float* params, const float* inputs) {
     const float* kernel = params + layout_.kernel(layer).offset;
     const float* bias = params + layout_.bias(layer).offset;
     float* y = outputs_[layer].data();
-    // y = below . kernel, then + bias: flax Dense's dot, then add (two roundings).
-    Sgemm(false, false, n, out, in, 1.0f, below, in, kernel, out, 0.0f, y, out);
+    // y = below . kernel, then + bias: flax Dense's dot, then add (two
+    // roundings), then for a hidden layer jax.nn.relu; the GEMM applies the
+    // last two to each tile of y as it finishes (gemm_epilogue.h).
     const bool hidden = layer + 1 < layout_.dense_count();
-    ParallelRanges(static_cast<size_t>(n), RowGrain(out), [=](size_t first, size_t last) {
-      float* rows = y + first * static_cast<size_t>(out);
-      const int count = static_cast<int>(last - first);
-      if (hidden) {
-        AddBiasRelu(rows, bias, count, out);
-      } else {
-        AddBias(rows, bias, count, out);
-      }
-    });
+    Sgemm(false, false, n, out, in, 1.0f, below, in, kernel, out, 0.0f, y, out,
+          hidden ? GemmEpilogue::AddBiasRelu(bias) : GemmEpilogue::AddBias(bias));
     below = y;
   }
 }
@@ -170,14 +132,10 @@ void CpuMlp::Backward(const float* params, const float* inputs, float* grad) {
     if (layer == 0) break;
     // Through the kernel: delta . kernel^T (n x in), then through the ReLU
     // below: zero where its output is not positive (jax.nn.relu's derivative
-    // is 0 at 0).
+    // is 0 at 0), which the GEMM applies to each tile as it finishes.
     const float* kernel = params + layout_.kernel(layer).offset;
     Sgemm(false, true, n, in, out, 1.0f, delta_.data(), out, kernel, out, 0.0f,
-          delta_below_.data(), in);
-    float* delta_below = delta_below_.data();
-    ParallelRanges(static_cast<size_t>(n) * in, kElementGrain, [=](size_t first, size_t last) {
-      MaskByPositive(delta_below + first, below + first, last - first);
-    });
+          delta_below_.data(), in, GemmEpilogue::MaskByPositive(below, static_cast<size_t>(in)));
     std::swap(delta_, delta_below_);
   }
 }

@@ -44,14 +44,28 @@ inline void PrefetchTile(const float* c, size_t ldc, int rows, int cols) {
   for (int r = 0; r < rows; ++r) sgemm::PrefetchBytes(c + r * ldc, sizeof(float) * cols);
 }
 
+// The first `rows` (< kMr) rows of a full-width tile, on C itself (kernels
+// with kShortPanels; the others run such a panel as an edge tile).
+template <typename Kernel>
+void RunShortPanel(int rows, int kc, const float* a_panel, const float* b_panel, float* c, size_t ldc,
+                   bool first) {
+  if constexpr (Kernel::kShortPanels) {
+    Kernel::RunShort(rows, kc, a_panel, b_panel, c, ldc, first);
+  } else {
+    std::abort();
+  }
+}
+
 // S for rows [i0, i0 + mc) and columns [j0, j0 + nc) of C over one k-block
-// (kc values from its start; first: the chains start at +0), from A's
-// packed block (its kMr-row panels) and B's (its kNr-column panels). Each A
-// panel (in L1) runs along the whole B block, whose panels stream from L2,
-// and each C tile is prefetched while the tile before it computes.
+// (kc values from its start; first: the chains start at +0; last: the chains
+// end here, and g's epilogue follows each tile), from A's packed block (its
+// kMr-row panels) and B's (its kNr-column panels). Each A panel (in L1) runs
+// along the whole B block, whose panels stream from L2, and each C tile is
+// prefetched while the tile before it computes.
 template <typename Kernel>
 void MultiplyBlocks(const Operands& g, const float* packed_a, int i0, int mc, const float* packed_b, int j0,
-                    int nc, int kc, bool first) {
+                    int nc, int kc, bool first, bool last) {
+  const GemmEpilogue* epilogue = last ? g.epilogue : nullptr;
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
   alignas(64) float tile[kMr * kNr];
   for (int ip = 0; ip < mc; ip += kMr) {
@@ -65,21 +79,18 @@ void MultiplyBlocks(const Operands& g, const float* packed_a, int i0, int mc, co
       if (!first && jp + kNr < nc) PrefetchTile(c + kNr, g.ldc, panel_rows, std::min(kNr, nc - jp - kNr));
       if (panel_rows == kMr && cols == kNr) {
         Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
-        continue;
-      }
-      if constexpr (Kernel::kShortPanels) {
-        if (cols == kNr) {
-          Kernel::RunShort(panel_rows, kc, a_panel, b_panel, c, g.ldc, first);
-          continue;
-        }
-      }
-      // An edge tile runs in `tile`: only C's own elements are read and written.
-      if (!first)
+      } else if (Kernel::kShortPanels && cols == kNr) {
+        RunShortPanel<Kernel>(panel_rows, kc, a_panel, b_panel, c, g.ldc, first);
+      } else {
+        // An edge tile runs in `tile`: only C's own elements are read and written.
+        if (!first)
+          for (int r = 0; r < panel_rows; ++r)
+            for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
+        Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
         for (int r = 0; r < panel_rows; ++r)
-          for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
-      Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
-      for (int r = 0; r < panel_rows; ++r)
-        for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
+          for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
+      }
+      if (epilogue) ApplyGemmEpilogue(*epilogue, i0 + ip, j0 + jp, panel_rows, cols, c, g.ldc);
     }
   }
 }
@@ -112,7 +123,7 @@ void RunTask(const Operands& g, int r0, int rows, int j0, int nc) {
     for (int i0 = r0; i0 < r0 + rows; i0 += kMcBlock) {
       const int mc = std::min(kMcBlock, r0 + rows - i0);
       PackA<Kernel>(g, i0, mc, p0, kc, packed_a);
-      MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, j0, nc, kc, p0 == 0);
+      MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, j0, nc, kc, p0 == 0, p0 + kc == g.k);
     }
   }
 }
@@ -164,7 +175,7 @@ void RunChunkTasks(const Operands& g, int threads) {
           std::this_thread::yield();
         }
       }
-      MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, 0, g.n, kc, p0 == 0);
+      MultiplyBlocks<Kernel>(g, packed_a, i0, mc, packed_b, 0, g.n, kc, p0 == 0, p0 + kc == g.k);
       chunk_done.store(block + 1, std::memory_order_release);
     }
   }
@@ -178,16 +189,17 @@ void Chains(const Operands& g, int threads);
 // columns fill the lanes; then S^T's elements are copied to their places in C.
 // Every element is still one chain over k in increasing order: element
 // (j, i) of S^T chains fma(op(B)[k][j], op(A)[i][k], s), and fma's product
-// does not depend on its operands' order.
+// does not depend on its operands' order. The epilogue follows the copy.
 template <typename Kernel>
 void TransposedChains(const Operands& g, int threads) {
   static thread_local std::vector<float> transposed;
   transposed.resize(static_cast<size_t>(g.n) * g.m);
   const Operands t{!g.transpose_b, !g.transpose_a, g.n, g.m, g.k, g.b, g.ldb, g.a, g.lda,
-                   transposed.data(), static_cast<size_t>(g.m)};
+                   transposed.data(), static_cast<size_t>(g.m), nullptr};
   Chains<Kernel>(t, threads);
   for (int i = 0; i < g.m; ++i)
     for (int j = 0; j < g.n; ++j) g.c[static_cast<size_t>(i) * g.ldc + j] = transposed[static_cast<size_t>(j) * g.m + i];
+  if (g.epilogue) ApplyGemmEpilogue(*g.epilogue, 0, 0, g.m, g.n, g.c, g.ldc);
 }
 
 // S into g.c for every element: transposed when C has few columns; with
@@ -281,35 +293,38 @@ bool GemmIsaSupported(GemmIsa isa) {
 
 void OrderedSgemm(GemmIsa isa, int threads, bool transpose_a, bool transpose_b, int m, int n, int k,
                   float alpha, const float* a, size_t lda, const float* b, size_t ldb, float beta,
-                  float* c, size_t ldc) {
+                  float* c, size_t ldc, const GemmEpilogue& epilogue) {
   if (!GemmIsaSupported(isa) || m < 0 || n < 0 || k < 0) std::abort();
   if (m == 0 || n == 0) return;
   const bool plain = alpha == 1.0f && beta == 0.0f;
-  // The chains' values S go straight into C when C = S; else into a scratch
-  // matrix, and alpha and beta are applied once, after the chains.
+  const GemmEpilogue* fused = epilogue.kind == GemmEpilogue::Kind::kNone ? nullptr : &epilogue;
+  // The chains' values S go straight into C when C = S, each tile followed by
+  // the epilogue; else into a scratch matrix, and alpha and beta, then the
+  // epilogue, are applied once, after the chains.
   std::vector<float> scratch;
-  Operands g{transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc};
+  Operands g{transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, fused};
   if (!plain) {
     scratch.assign(static_cast<size_t>(m) * n, 0.0f);
     g.c = scratch.data();
     g.ldc = static_cast<size_t>(n);
+    g.epilogue = nullptr;
   }
-  if (k == 0) {
-    if (plain)
-      for (int i = 0; i < m; ++i) std::fill_n(c + static_cast<size_t>(i) * ldc, n, 0.0f);
+  KnownMxcsr mxcsr;  // alpha, beta and the epilogue below run in this thread
+  if (k > 0) ChainsFor(isa, g, threads);
+  if (plain && k > 0) return;  // each tile's epilogue ran after its chains
+  if (plain) {
+    for (int i = 0; i < m; ++i) std::fill_n(c + static_cast<size_t>(i) * ldc, n, 0.0f);
   } else {
-    ChainsFor(isa, g, threads);
-  }
-  if (plain) return;
-  KnownMxcsr mxcsr;
-  for (int i = 0; i < m; ++i) {
-    float* row = c + static_cast<size_t>(i) * ldc;
-    const float* sums = scratch.data() + static_cast<size_t>(i) * n;
-    for (int j = 0; j < n; ++j) {
-      const float scaled = alpha * sums[j];
-      row[j] = beta == 0.0f ? scaled : scaled + beta * row[j];
+    for (int i = 0; i < m; ++i) {
+      float* row = c + static_cast<size_t>(i) * ldc;
+      const float* sums = scratch.data() + static_cast<size_t>(i) * n;
+      for (int j = 0; j < n; ++j) {
+        const float scaled = alpha * sums[j];
+        row[j] = beta == 0.0f ? scaled : scaled + beta * row[j];
+      }
     }
   }
+  if (fused) ApplyGemmEpilogue(*fused, 0, 0, m, n, c, ldc);
 }
 
 }  // namespace dmlp

@@ -35,6 +35,8 @@
 
 #include <cstddef>
 
+#include "trainer/cpu/gemm_epilogue.h"
+
 namespace dmlp {
 
 /// The accumulation order above, as the fingerprint records it (fingerprint.blas.kernel).
@@ -49,13 +51,15 @@ const char* GemmIsaName(GemmIsa isa);  // "scalar", "avx2", "avx512"
 /// Whether this CPU (and OS) runs the kernel: avx512 needs AVX-512F, avx2 needs AVX2 and FMA.
 bool GemmIsaSupported(GemmIsa isa);
 
-/// Row-major C[m x n] = alpha * op(A) * op(B) + beta * C by the order rule, with
-/// `threads` threads (OpenMP; 1: the calling thread only). op(A) is m x k: A is
-/// stored m x k (row stride lda) or, transposed, k x m. op(B) is k x n likewise.
+/// Row-major C[m x n] = E(alpha * op(A) * op(B) + beta * C) by the order rule, with
+/// `threads` threads (OpenMP; 1: the calling thread only), E the epilogue
+/// (gemm_epilogue.h; fused into the tiles when alpha = 1 and beta = 0). op(A)
+/// is m x k: A is stored m x k (row stride lda) or, transposed, k x m. op(B)
+/// is k x n likewise.
 /// REQUIRES: GemmIsaSupported(isa); m, n, k >= 0; strides >= the stored columns;
-/// C does not alias A or B.
+/// C does not alias A, B or the epilogue's bias and mask.
 void OrderedSgemm(GemmIsa isa, int threads, bool transpose_a, bool transpose_b, int m, int n, int k,
                   float alpha, const float* a, size_t lda, const float* b, size_t ldb, float beta,
-                  float* c, size_t ldc);
+                  float* c, size_t ldc, const GemmEpilogue& epilogue = GemmEpilogue::None());
 
 }  // namespace dmlp

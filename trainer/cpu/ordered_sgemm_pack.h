@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "trainer/cpu/gemm_epilogue.h"
+
 namespace dmlp {
 namespace sgemm {
 
@@ -27,6 +29,8 @@ struct Operands {
   size_t ldb;
   float* c;  // receives S, the chains' values
   size_t ldc;
+  // Applied to each tile of C after its last k-block (null: none).
+  const GemmEpilogue* epilogue;
 };
 
 // The bytes [p, p + bytes) on their way into the cache. The packers read

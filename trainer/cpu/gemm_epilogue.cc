@@ -1,0 +1,53 @@
+// The epilogue's loops (gemm_epilogue.h), plain array loops that -O3 vectorizes
+// across columns, each compiled per ISA (trainer/cpu/cpu_clones.h): one add, a
+// compare and a select per element, so the vector width changes no bit.
+#include "trainer/cpu/gemm_epilogue.h"
+
+#include "trainer/cpu/cpu_clones.h"
+
+namespace dmlp {
+namespace {
+
+DMLP_CPU_CLONES
+void AddBias(const float* bias, int rows, int cols, float* block, size_t ldc) {
+  for (int i = 0; i < rows; ++i) {
+    float* row = block + static_cast<size_t>(i) * ldc;
+    for (int j = 0; j < cols; ++j) row[j] = row[j] + bias[j];
+  }
+}
+
+DMLP_CPU_CLONES
+void AddBiasRelu(const float* bias, int rows, int cols, float* block, size_t ldc) {
+  for (int i = 0; i < rows; ++i) {
+    float* row = block + static_cast<size_t>(i) * ldc;
+    for (int j = 0; j < cols; ++j) {
+      const float v = row[j] + bias[j];
+      row[j] = v <= 0.0f ? 0.0f : v;
+    }
+  }
+}
+
+DMLP_CPU_CLONES
+void MaskByPositive(const float* mask, size_t mask_stride, int rows, int cols, float* block, size_t ldc) {
+  for (int i = 0; i < rows; ++i) {
+    float* row = block + static_cast<size_t>(i) * ldc;
+    const float* positive = mask + static_cast<size_t>(i) * mask_stride;
+    for (int j = 0; j < cols; ++j) row[j] = positive[j] > 0.0f ? row[j] : 0.0f;
+  }
+}
+
+}  // namespace
+
+void ApplyGemmEpilogue(const GemmEpilogue& epilogue, int i0, int j0, int rows, int cols, float* block,
+                       size_t ldc) {
+  switch (epilogue.kind) {
+    case GemmEpilogue::Kind::kNone: return;
+    case GemmEpilogue::Kind::kAddBias: return AddBias(epilogue.bias + j0, rows, cols, block, ldc);
+    case GemmEpilogue::Kind::kAddBiasRelu: return AddBiasRelu(epilogue.bias + j0, rows, cols, block, ldc);
+    case GemmEpilogue::Kind::kMaskByPositive:
+      return MaskByPositive(epilogue.mask + static_cast<size_t>(i0) * epilogue.mask_stride + j0,
+                            epilogue.mask_stride, rows, cols, block, ldc);
+  }
+}
+
+}  // namespace dmlp
