@@ -317,7 +317,7 @@ void Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
   const char trans_a = transpose_a ? 'T' : 'N';
   const char trans_b = transpose_b ? 'T' : 'N';
   state.blis.sgemm(&trans_b, &trans_a, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
-  if (m > 0 && n > 0) ApplyGemmEpilogue(epilogue, 0, 0, m, n, c, static_cast<size_t>(ldc));
+  if (m > 0 && n > 0) ApplyGemmEpilogue(epilogue, m, n, c, static_cast<size_t>(ldc));
 }
 
 }  // namespace dmlp

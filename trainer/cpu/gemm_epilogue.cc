@@ -1,6 +1,8 @@
 // The epilogue's loops (gemm_epilogue.h), plain array loops that -O3 vectorizes
 // across columns, each compiled per ISA (trainer/cpu/cpu_clones.h): one add, a
-// compare and a select per element, so the vector width changes no bit.
+// compare and a select per element, so the vector width changes no bit. (The
+// AVX-512 micro-kernel applies the same steps to its full tiles in registers,
+// trainer/cpu/ordered_sgemm_kernels.h; C never aliases the bias or the mask.)
 #include "trainer/cpu/gemm_epilogue.h"
 
 #include "trainer/cpu/cpu_clones.h"
@@ -9,7 +11,7 @@ namespace dmlp {
 namespace {
 
 DMLP_CPU_CLONES
-void AddBias(const float* bias, int rows, int cols, float* block, size_t ldc) {
+void AddBias(const float* __restrict bias, int rows, int cols, float* __restrict block, size_t ldc) {
   for (int i = 0; i < rows; ++i) {
     float* row = block + static_cast<size_t>(i) * ldc;
     for (int j = 0; j < cols; ++j) row[j] = row[j] + bias[j];
@@ -17,7 +19,7 @@ void AddBias(const float* bias, int rows, int cols, float* block, size_t ldc) {
 }
 
 DMLP_CPU_CLONES
-void AddBiasRelu(const float* bias, int rows, int cols, float* block, size_t ldc) {
+void AddBiasRelu(const float* __restrict bias, int rows, int cols, float* __restrict block, size_t ldc) {
   for (int i = 0; i < rows; ++i) {
     float* row = block + static_cast<size_t>(i) * ldc;
     for (int j = 0; j < cols; ++j) {
@@ -28,7 +30,8 @@ void AddBiasRelu(const float* bias, int rows, int cols, float* block, size_t ldc
 }
 
 DMLP_CPU_CLONES
-void MaskByPositive(const float* mask, size_t mask_stride, int rows, int cols, float* block, size_t ldc) {
+void MaskByPositive(const float* __restrict mask, size_t mask_stride, int rows, int cols, float* __restrict block,
+                    size_t ldc) {
   for (int i = 0; i < rows; ++i) {
     float* row = block + static_cast<size_t>(i) * ldc;
     const float* positive = mask + static_cast<size_t>(i) * mask_stride;
@@ -38,15 +41,13 @@ void MaskByPositive(const float* mask, size_t mask_stride, int rows, int cols, f
 
 }  // namespace
 
-void ApplyGemmEpilogue(const GemmEpilogue& epilogue, int i0, int j0, int rows, int cols, float* block,
-                       size_t ldc) {
+void ApplyGemmEpilogue(const GemmEpilogue& epilogue, int rows, int cols, float* c, size_t ldc) {
   switch (epilogue.kind) {
     case GemmEpilogue::Kind::kNone: return;
-    case GemmEpilogue::Kind::kAddBias: return AddBias(epilogue.bias + j0, rows, cols, block, ldc);
-    case GemmEpilogue::Kind::kAddBiasRelu: return AddBiasRelu(epilogue.bias + j0, rows, cols, block, ldc);
+    case GemmEpilogue::Kind::kAddBias: return AddBias(epilogue.bias, rows, cols, c, ldc);
+    case GemmEpilogue::Kind::kAddBiasRelu: return AddBiasRelu(epilogue.bias, rows, cols, c, ldc);
     case GemmEpilogue::Kind::kMaskByPositive:
-      return MaskByPositive(epilogue.mask + static_cast<size_t>(i0) * epilogue.mask_stride + j0,
-                            epilogue.mask_stride, rows, cols, block, ldc);
+      return MaskByPositive(epilogue.mask, epilogue.mask_stride, rows, cols, c, ldc);
   }
 }
 

@@ -30,6 +30,12 @@ struct GemmEpilogue {
   const float* mask = nullptr;  // kMaskByPositive: one value per element of C,
   size_t mask_stride = 0;       //   row i at mask + i * mask_stride
 
+  /// The same steps for the block of C whose first element is C[i0][j0], as its (0, 0).
+  GemmEpilogue At(int i0, int j0) const {
+    return {kind, bias ? bias + j0 : nullptr, mask ? mask + static_cast<size_t>(i0) * mask_stride + j0 : nullptr,
+            mask_stride};
+  }
+
   static GemmEpilogue None() { return {}; }
   static GemmEpilogue AddBias(const float* bias) { return {Kind::kAddBias, bias, nullptr, 0}; }
   static GemmEpilogue AddBiasRelu(const float* bias) { return {Kind::kAddBiasRelu, bias, nullptr, 0}; }
@@ -38,9 +44,8 @@ struct GemmEpilogue {
   }
 };
 
-/// Applies `epilogue` to the rows x cols block of C whose first element is C[i0][j0], at
-/// `block` (row stride ldc); i0 and j0 place the block's bias and mask elements.
-void ApplyGemmEpilogue(const GemmEpilogue& epilogue, int i0, int j0, int rows, int cols, float* block,
-                       size_t ldc);
+/// Applies `epilogue` to the rows x cols block at c (row stride ldc), whose first
+/// element is the epilogue's (0, 0) (GemmEpilogue::At places it).
+void ApplyGemmEpilogue(const GemmEpilogue& epilogue, int rows, int cols, float* c, size_t ldc);
 
 }  // namespace dmlp

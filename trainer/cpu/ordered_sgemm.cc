@@ -48,9 +48,9 @@ inline void PrefetchTile(const float* c, size_t ldc, int rows, int cols) {
 // with kShortPanels; the others run such a panel as an edge tile).
 template <typename Kernel>
 void RunShortPanel(int rows, int kc, const float* a_panel, const float* b_panel, float* c, size_t ldc,
-                   bool first) {
+                   bool first, const GemmEpilogue* epilogue) {
   if constexpr (Kernel::kShortPanels) {
-    Kernel::RunShort(rows, kc, a_panel, b_panel, c, ldc, first);
+    Kernel::RunShort(rows, kc, a_panel, b_panel, c, ldc, first, epilogue);
   } else {
     std::abort();
   }
@@ -58,14 +58,15 @@ void RunShortPanel(int rows, int kc, const float* a_panel, const float* b_panel,
 
 // S for rows [i0, i0 + mc) and columns [j0, j0 + nc) of C over one k-block
 // (kc values from its start; first: the chains start at +0; last: the chains
-// end here, and g's epilogue follows each tile), from A's packed block (its
-// kMr-row panels) and B's (its kNr-column panels). Each A panel (in L1) runs
-// along the whole B block, whose panels stream from L2, and each C tile is
-// prefetched while the tile before it computes.
+// end here, and g's epilogue follows on each tile), from A's packed block
+// (its kMr-row panels) and B's (its kNr-column panels). Each A panel (in L1)
+// runs along the whole B block, whose panels stream from L2, and each C tile
+// (and in the last block its mask) is prefetched while the tile before it computes.
 template <typename Kernel>
 void MultiplyBlocks(const Operands& g, const float* packed_a, int i0, int mc, const float* packed_b, int j0,
                     int nc, int kc, bool first, bool last) {
   const GemmEpilogue* epilogue = last ? g.epilogue : nullptr;
+  const bool masked = epilogue && epilogue->kind == GemmEpilogue::Kind::kMaskByPositive;
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
   alignas(64) float tile[kMr * kNr];
   for (int ip = 0; ip < mc; ip += kMr) {
@@ -76,21 +77,27 @@ void MultiplyBlocks(const Operands& g, const float* packed_a, int i0, int mc, co
       const int cols = std::min(kNr, nc - jp);
       const float* b_panel = packed_b + static_cast<size_t>(jp / kNr) * kc * kNr;
       float* c = c_row + jp;
-      if (!first && jp + kNr < nc) PrefetchTile(c + kNr, g.ldc, panel_rows, std::min(kNr, nc - jp - kNr));
+      if (jp + kNr < nc) {
+        const int next_cols = std::min(kNr, nc - jp - kNr);
+        if (!first) PrefetchTile(c + kNr, g.ldc, panel_rows, next_cols);
+        if (masked) PrefetchTile(epilogue->At(i0 + ip, j0 + jp + kNr).mask, epilogue->mask_stride, panel_rows, next_cols);
+      }
+      const GemmEpilogue here = epilogue ? epilogue->At(i0 + ip, j0 + jp) : GemmEpilogue::None();
+      const GemmEpilogue* tile_epilogue = epilogue ? &here : nullptr;
       if (panel_rows == kMr && cols == kNr) {
-        Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first);
+        Kernel::Run(kc, a_panel, b_panel, c, g.ldc, first, tile_epilogue);
       } else if (Kernel::kShortPanels && cols == kNr) {
-        RunShortPanel<Kernel>(panel_rows, kc, a_panel, b_panel, c, g.ldc, first);
+        RunShortPanel<Kernel>(panel_rows, kc, a_panel, b_panel, c, g.ldc, first, tile_epilogue);
       } else {
         // An edge tile runs in `tile`: only C's own elements are read and written.
         if (!first)
           for (int r = 0; r < panel_rows; ++r)
             for (int j = 0; j < cols; ++j) tile[r * kNr + j] = c[r * g.ldc + j];
-        Kernel::Run(kc, a_panel, b_panel, tile, kNr, first);
+        Kernel::Run(kc, a_panel, b_panel, tile, kNr, first, nullptr);
         for (int r = 0; r < panel_rows; ++r)
           for (int j = 0; j < cols; ++j) c[r * g.ldc + j] = tile[r * kNr + j];
+        if (tile_epilogue) ApplyGemmEpilogue(here, panel_rows, cols, c, g.ldc);
       }
-      if (epilogue) ApplyGemmEpilogue(*epilogue, i0 + ip, j0 + jp, panel_rows, cols, c, g.ldc);
     }
   }
 }
@@ -199,7 +206,7 @@ void TransposedChains(const Operands& g, int threads) {
   Chains<Kernel>(t, threads);
   for (int i = 0; i < g.m; ++i)
     for (int j = 0; j < g.n; ++j) g.c[static_cast<size_t>(i) * g.ldc + j] = transposed[static_cast<size_t>(j) * g.m + i];
-  if (g.epilogue) ApplyGemmEpilogue(*g.epilogue, 0, 0, g.m, g.n, g.c, g.ldc);
+  if (g.epilogue) ApplyGemmEpilogue(*g.epilogue, g.m, g.n, g.c, g.ldc);
 }
 
 // S into g.c for every element: transposed when C has few columns; with
@@ -324,7 +331,7 @@ void OrderedSgemm(GemmIsa isa, int threads, bool transpose_a, bool transpose_b, 
       }
     }
   }
-  if (fused) ApplyGemmEpilogue(*fused, 0, 0, m, n, c, ldc);
+  if (fused) ApplyGemmEpilogue(*fused, m, n, c, ldc);
 }
 
 }  // namespace dmlp
