@@ -39,8 +39,11 @@ build_packages=(
 # `ip netns`, a bridge, and a silent partition by nft).
 # python3-venv: tools/reference-venv.sh makes the reference JAX job's
 # virtualenv with it (pip from PyPI; Debian's python3 has no venv/ensurepip
-# without it), for e2e.reference.against_reference.
-test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables python3-venv)
+# without it), for e2e.reference.against_reference. qemu-user: its
+# qemu-x86_64 runs dmlp-train as on an x86-64 without AVX-512 and one without
+# AVX2, for e2e.trainer.other_cpus (the same bits on every x86-64).
+test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables python3-venv
+               qemu-user)
 
 mode=all
 list_only=0
