@@ -11,6 +11,7 @@
 #include "verify/loss_tolerance.h"
 #include "verify/report_file.h"
 #include "verify/report_json.h"
+#include "verify/same_file.h"
 
 namespace dmlp::verify {
 namespace {
@@ -67,6 +68,12 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
     app.parse(argc, argv);
     if (!command.list_checks && command.verify.run_dir.empty())
       throw CLI::RequiredError("RUN_DIR");
+    // An empty value is what an unset shell variable gives ("--against $GOLDEN"):
+    // taken as absent it would compare nothing and pass, so it is refused.
+    if (against_option->count() > 0 && against.empty())
+      throw CLI::ValidationError("--against: GOLDEN is empty; name the run directory to compare with");
+    if (html->count() > 0 && html_value.empty())
+      throw CLI::ValidationError("--html: FILE is empty; name the file to write the page to");
     if (app.count("--tolerance") > 0) {
       Result<double> rel = ParseTolerance(tolerance);
       if (!rel.ok()) throw CLI::ValidationError(rel.status().detail());
@@ -79,7 +86,7 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
     outcome.err = err.str();
     return outcome;
   }
-  if (!against.empty()) command.verify.against = against;
+  if (against_option->count() > 0) command.verify.against = against;
   if (json->count() > 0) command.json_path = json_value.empty() ? "-" : json_value;
   if (html->count() > 0) {
     command.html_path = html_value;
@@ -90,6 +97,12 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
 }
 
 Status CheckReportPlacement(const CommandLine& command) {
+  // Checked first: the second report written would replace the first, which
+  // the other checks would then call a report of the wrong kind.
+  if (command.html_path && command.json_path && *command.json_path != "-" &&
+      NameTheSameFile(*command.json_path, *command.html_path))
+    return Status::Error("USAGE_ERROR", "--json=" + *command.json_path + " and --html=" + *command.html_path +
+                                            " name the same file; give each report its own");
   std::vector<std::string> runs = {command.verify.run_dir};
   if (command.verify.against) runs.push_back(*command.verify.against);
   if (command.json_path && *command.json_path != "-")

@@ -77,7 +77,8 @@ struct Report {
   int exit_code = 0;
 };
 
-/// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR.
+/// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR, and
+/// USAGE_ERROR when both name one directory (same_file.h), before anything is read.
 Result<Report> Verify(const VerifyOptions& options);
 /// Verifies one run directory, adding its findings to `sink` (and keeping a trace when `trace`);
 /// read again while its receipt files are renamed under it (`after_listing`: VerifyOptions).
