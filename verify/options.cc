@@ -45,6 +45,10 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   app.add_flag("--require-comparable", command.verify.require_comparable,
                "with --against: fail when the runs need not match (plan, build or stack differ)")
       ->needs(against_option);
+  app.add_flag("--allow-different-experiment", command.verify.allow_different_experiment,
+               "with --against: the runs are meant to be two experiments (SEED, sizes, LEARNING_RATE...): "
+               "report the difference as info instead of failing")
+      ->needs(against_option);
   std::string tolerance;
   app.add_option("--tolerance", tolerance,
                  "with --against, for runs that cannot give the same bits: pass when every step's loss is "

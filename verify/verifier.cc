@@ -11,6 +11,7 @@
 #include "common/receipt_reader.h"
 
 #include "verify/compare.h"
+#include "verify/experiment.h"
 #include "verify/result_check.h"
 #include "verify/result_doc.h"
 #include "verify/run_dir.h"
@@ -282,6 +283,10 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
     if (options.require_comparable) finding.severity = Severity::kError;
     report.findings.Add(std::move(finding));
   }
+  if (std::optional<Finding> other = OtherExperimentFinding(report.against->result, report.run.result,
+                                                            golden_dir.path(), run_dir.path(),
+                                                            options.allow_different_experiment))
+    report.findings.Add(std::move(*other));
   DMLP_ASSIGN_OR_RETURN(verdict.comparison, CompareRuns(golden, run));
   if (options.tolerance) {
     DMLP_RETURN_IF_ERROR(JudgeLosses(options, golden_dir, run_dir, report, verdict));
