@@ -273,6 +273,36 @@ TEST(VerifyCliTest, EachReportFileNeedsANameOfItsOwn) {
   EXPECT_EQ(RunVerify({"--json=" + same, "--html=" + reports.File("r.html"), run.path()}).exit_code, 0);
 }
 
+// One rule (main.cc): the exit code is the verdict once the report is written
+// or nobody reads it (a reader that went away, stdout closed); a report lost on
+// its way to a reader (/dev/full) is trouble. Was: EPIPE gave 2.
+TEST(VerifyCliTest, TheExitCodeIsTheVerdictUnlessAReportIsLost) {
+  testing::TempDir pass, fail, reports;
+  testing::WriteReferenceRun(pass, 2, 3);
+  testing::WriteReferenceRun(fail, 1, 2);
+  fail.Write("rank-0.jsonl", testing::RankLine(1, 0) + testing::RankLine(1, 0));
+  for (const auto& [run, verdict] : {std::pair{&pass, 0}, std::pair{&fail, 1}}) {
+    for (testing::Stdout nobody_reads : {testing::Stdout::kReaderGone, testing::Stdout::kClosed}) {
+      Ran human = RunVerify({run->path()}, nobody_reads);
+      EXPECT_EQ(human.exit_code, verdict);
+      EXPECT_EQ(human.err, "");
+      Ran json = RunVerify({"--json", run->path()}, nobody_reads);  // JSON on stdout, the human report on stderr
+      EXPECT_EQ(json.exit_code, verdict);
+      EXPECT_TRUE(json.err.ends_with(verdict == 0 ? "\nPASS\n" : "\nFAIL\n")) << json.err;
+      Ran file = RunVerify({"--json=" + reports.File("r.json"), run->path()}, nobody_reads);
+      EXPECT_EQ(file.exit_code, verdict);
+      EXPECT_EQ(nlohmann::json::parse(reports.Read("r.json"))["exit_code"], verdict);  // written all the same
+    }
+    const std::string lost = "dmlp-verify: error: IO_ERROR: write stdout: No space left on device\n";
+    Ran human = RunVerify({run->path()}, testing::Stdout::kFull);
+    EXPECT_EQ(human.exit_code, 2);
+    EXPECT_EQ(human.err, lost);
+    Ran json = RunVerify({"--json", run->path()}, testing::Stdout::kFull);
+    EXPECT_EQ(json.exit_code, 2);
+    EXPECT_TRUE(json.err.ends_with(lost)) << json.err;
+  }
+}
+
 TEST(VerifyCliTest, UsageHelpVersion) {
   Ran none = RunVerify({});
   EXPECT_EQ(none.exit_code, 2);
