@@ -44,6 +44,18 @@ TEST(ToleranceTest, ParsesPlainDecimalsOnly) {
   EXPECT_EQ(ParseTolerance("1e999").status().detail().rfind("--tolerance 1e999 is not finite", 0), 0u);
 }
 
+// Was: "-0" was refused as negative.
+TEST(ToleranceTest, MinusZeroIsZero) {
+  for (const char* zero : {"-0", "-0.0", "-.0", "-0.", "-0e5", "-00E-3"}) {
+    Result<double> parsed = ParseTolerance(zero);
+    ASSERT_TRUE(parsed.ok()) << zero << ": " << parsed.status().ToString();
+    EXPECT_EQ(*parsed, 0.0) << zero;
+    EXPECT_FALSE(std::signbit(*parsed)) << zero;
+  }
+  // Below double's range but not zero: still negative.
+  for (const char* negative : {"-1e-400", "-0.001", "-0e5x"}) EXPECT_FALSE(ParseTolerance(negative).ok()) << negative;
+}
+
 TEST(ToleranceTest, RelativeDifferenceIsAgainstGolden) {
   EXPECT_EQ(RelativeDifference(2.0, 2.0), 0.0);
   EXPECT_DOUBLE_EQ(RelativeDifference(2.0, 2.5), 0.25);
@@ -289,6 +301,9 @@ TEST(ToleranceCliTest, ExitCodesAndUsageErrors) {
   }
   EXPECT_NE(RunVerify({"--against", golden.path(), "--tolerance", "-1", run.path()}).err.find("cannot be negative"),
             std::string::npos);
+  Ran minus_zero = RunVerify({"--against", golden.path(), "--tolerance", "-0", run.path()});
+  EXPECT_EQ(minus_zero.exit_code, 1) << minus_zero.err;  // REL 0: the drifting losses differ
+  EXPECT_NE(minus_zero.out.find("more than --tolerance 0 "), std::string::npos) << minus_zero.out;
 
   SetSetting(golden, "plan", "seed", 42);
   SetSetting(run, "plan", "seed", 43);
