@@ -47,7 +47,7 @@ TEST(Comparability, WhatNeverChangesABitIsIgnored) {
 }
 
 // Two GPUs of one model in two hosts: their PCI bus ids, ordinals and memory
-// sizes (which builds before issue 26 put in the fingerprint) decide no bits.
+// sizes (which older builds put in the fingerprint) decide no bits.
 TEST(Comparability, TwoGpusOfOneModelCompare) {
   ResultDoc golden = Doc(), run = Doc();
   golden.fingerprint["device"] = {{"name", "NVIDIA H200"}, {"sm_count", 132},
@@ -63,7 +63,7 @@ TEST(Comparability, TwoGpusOfOneModelCompare) {
 }
 
 TEST(Comparability, RunsOfAnotherDataDefinitionAreNotComparable) {
-  // dmlp before issue 24 drew Philox data and wrote no plan.data_definition;
+  // dmlp before the reference's data drew Philox data and wrote no plan.data_definition;
   // even from the same commit (a rebuilt old tree), its runs are another experiment.
   ResultDoc today = Doc();
   today.plan["data_definition"] = "jax-0.10.2-threefry/flax-0.12.5-lecun";
