@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -69,6 +70,10 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   ParseOutcome outcome;
   std::ostringstream out, err;
   try {
+    // CLI11 reads "--json=" as a bare --json (stdout); an empty FILE is refused like the others.
+    for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i)
+      if (std::string_view(argv[i]) == "--json=")
+        throw CLI::ValidationError("--json=: FILE is empty; name the file, or give --json alone for stdout");
     app.parse(argc, argv);
     if (!command.list_checks && command.verify.run_dir.empty())
       throw CLI::RequiredError("RUN_DIR");

@@ -256,6 +256,12 @@ TEST(VerifyCliTest, EachReportFileNeedsANameOfItsOwn) {
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_TRUE(empty.err.starts_with("--html: FILE is empty; name the file to write the page to\n")) << empty.err;
   EXPECT_EQ(empty.out, "");
+  // "--json=$OUT" with OUT unset: not the JSON report on stdout, which bare --json asks for.
+  Ran json = RunVerify({"--json=", run.path()});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_TRUE(json.err.starts_with("--json=: FILE is empty; name the file, or give --json alone for stdout\n"))
+      << json.err;
+  EXPECT_EQ(json.out, "");
   // The same file however it is spelled, and also when it is an earlier report.
   const std::string same = reports.File("r"), spelled = reports.path() + "/./r";
   for (int earlier = 0; earlier < 2; ++earlier) {
