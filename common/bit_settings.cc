@@ -2,10 +2,10 @@
 
 namespace dmlp {
 
-std::vector<std::string> BitFreeResultFields(bool allreduce) {
+std::vector<std::string> ResultFieldsOf(const std::function<bool(const SettingRow&)>& wanted) {
   std::vector<std::string> fields;
   for (const SettingRow& row : kSettings) {
-    if (DecidesBits(row.bits, allreduce)) continue;
+    if (!wanted(row)) continue;
     std::string_view rest = row.result_fields;
     while (!rest.empty()) {
       const size_t space = rest.find(' ');
@@ -15,6 +15,10 @@ std::vector<std::string> BitFreeResultFields(bool allreduce) {
     }
   }
   return fields;
+}
+
+std::vector<std::string> BitFreeResultFields(bool allreduce) {
+  return ResultFieldsOf([allreduce](const SettingRow& row) { return !DecidesBits(row.bits, allreduce); });
 }
 
 }  // namespace dmlp

@@ -1,4 +1,4 @@
-// defines: Bits, Setting, SettingRow, kSettings, DecidesBits, BitFreeResultFields
+// defines: Bits, Setting, SettingRow, kSettings, DecidesBits, BitFreeResultFields, ResultFieldsOf
 //
 // THE table of what decides the bits of a run's receipts. Three things are
 // derived from it, and nothing else lists settings for them:
@@ -17,6 +17,7 @@
 // the end of the plan rows, so the existing lines stay as they were.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,5 +102,7 @@ constexpr bool DecidesBits(Bits bits, bool allreduce) {
 
 /// The result.json fields of every row that decides no bit under the reduction ("a.*" for a subtree).
 std::vector<std::string> BitFreeResultFields(bool allreduce);
+/// The result.json fields of every row for which `wanted` holds, in table order.
+std::vector<std::string> ResultFieldsOf(const std::function<bool(const SettingRow&)>& wanted);
 
 }  // namespace dmlp

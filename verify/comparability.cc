@@ -130,8 +130,8 @@ Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::
   if (!result.reasons.empty()) return result;  // unknown
   const bool ordered = golden->plan.value("reduction", "") == "ordered" && run->plan.value("reduction", "") == "ordered";
   std::vector<std::string> ignored = BitFreeResultFields(/*allreduce=*/!ordered);
-  // A GPU's description (PCI bus id, ordinal, memory), written by builds before
-  // issue 26 into the fingerprint, decides no bit under any reduction.
+  // A GPU's description (PCI bus id, ordinal, memory), which older builds
+  // wrote into the fingerprint, decides no bit under any reduction.
   ignored.insert(ignored.end(), std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
   CompareSection("plan", golden->plan, run->plan, ignored, result.reasons);
   CompareSection("model", golden->model, run->model, ignored, result.reasons);

@@ -80,7 +80,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's (with --tolerance: its loss curve ends first)"},
     {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or the runs have no step in common (first step, how many exceed, and the largest difference reported)"},
     {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
-    {"against.same_run", W, "RUN_DIR and --against are the same directory (same device and inode): they match trivially, which proves nothing"},
+    {"against.other_experiment", E, "the runs are two experiments (SEED, BATCH, MICROBATCHES, LEARNING_RATE, FEATURES, WIDTH, LAYERS, CLASSES or the data definition differ), with or without --tolerance: whether one reproduces the other has no answer (info under --allow-different-experiment)"},
 };
 
 }  // namespace

@@ -71,8 +71,13 @@ void Include(LossComparison& comparison, int64_t step, const std::string& golden
 Result<double> ParseTolerance(std::string_view text) {
   const std::string shown(text);
   const std::string expected = " (give a relative difference, a finite decimal number >= 0 such as 1e-4)";
-  if (!text.empty() && text.front() == '-' && IsPlainDecimal(text.substr(1)))
+  if (!text.empty() && text.front() == '-' && IsPlainDecimal(text.substr(1))) {
+    // "-0" (also "-0.0", "-0e5") is zero, not a negative difference. Told by
+    // its digits, not by strtod, which also rounds "-1e-400" to zero.
+    const std::string_view digits = text.substr(1, text.find_first_of("eE") - 1);
+    if (digits.find_first_not_of("0.") == std::string_view::npos) return 0.0;
     return Status::Error("USAGE_ERROR", "--tolerance " + shown + ": a relative difference cannot be negative" + expected);
+  }
   if (!IsPlainDecimal(text))
     return Status::Error("USAGE_ERROR", "--tolerance '" + shown + "' is not a decimal number" + expected);
   const double value = std::strtod(shown.c_str(), nullptr);

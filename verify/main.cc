@@ -1,9 +1,17 @@
 // dmlp-verify: parse -> Verify(options) -> exit code. See verify/README.md.
+//
+// One rule for what it prints (docs/verifier.md, "Exit codes"): the exit code
+// is the verdict once each report is written or nobody reads it. A reader that
+// went away (EPIPE: `| head`) and a stream the caller closed (`>&-`, which
+// PrepareStandardStreams points at /dev/null) chose not to read; a report
+// lost on its way to a reader (ENOSPC on /dev/full or a full disk, EIO, EFBIG)
+// is trouble: exit 2, IO_ERROR. So is a --json=FILE or --html=FILE not written.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "common/std_streams.h"
 #include "verify/html_report.h"
@@ -20,14 +28,16 @@ int Fail(const dmlp::Status& status) {
   return 2;
 }
 
-// The exit code is the verdict, once stdout has its report: a reader that went
-// away (EPIPE, `| head`) chose not to read on, but any other failure (a full
-// disk, EFBIG) lost the report, which is trouble.
-int Finish(int exit_code) {
+// Writes all of `text` to `stream` (stdout or stderr) and flushes it; a reader that went away is no error.
+dmlp::Status Emit(std::FILE* stream, std::string_view text) {
   errno = 0;
-  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return exit_code;
-  if (errno == EPIPE) return exit_code;
-  return Fail(dmlp::Status::Error("IO_ERROR", std::string("write stdout: ") + std::strerror(errno != 0 ? errno : EIO)));
+  if (std::fwrite(text.data(), 1, text.size(), stream) == text.size() && std::fflush(stream) == 0)
+    return dmlp::Status::Ok();
+  const int error = errno != 0 ? errno : EIO;
+  std::clearerr(stream);
+  if (error == EPIPE) return dmlp::Status::Ok();
+  return dmlp::Status::Error("IO_ERROR", std::string("write ") + (stream == stdout ? "stdout" : "stderr") + ": " +
+                                             std::strerror(error));
 }
 
 }  // namespace
@@ -37,13 +47,13 @@ int main(int argc, char** argv) {
   dmlp::PrepareStandardStreams();
   ParseOutcome parsed = ParseCommandLine(argc, argv);
   if (!parsed.command) {
-    std::fputs(parsed.out.c_str(), stdout);
     std::fputs(parsed.err.c_str(), stderr);
+    if (dmlp::Status written = Emit(stdout, parsed.out); !written.ok()) return Fail(written);
     return parsed.exit_code;
   }
   const CommandLine& command = *parsed.command;
   if (command.list_checks) {
-    std::fputs(FormatCheckList().c_str(), stdout);
+    if (dmlp::Status written = Emit(stdout, FormatCheckList()); !written.ok()) return Fail(written);
     return 0;
   }
   if (dmlp::Status placement = CheckReportPlacement(command); !placement.ok()) return Fail(placement);
@@ -60,10 +70,7 @@ int main(int argc, char** argv) {
   int exit_code = 2;
   nlohmann::json document;
   if (report.ok()) {
-    std::fputs(FormatHumanReport(*report).c_str(), human);
-    // A verdict nobody could read (ENOSPC, EIO on a redirected stdout) is trouble, not exit 0.
-    if (std::fflush(human) != 0)
-      return Fail(dmlp::Status::Error("IO_ERROR", std::string("write report: ") + std::strerror(errno)));
+    if (dmlp::Status written = Emit(human, FormatHumanReport(*report)); !written.ok()) return Fail(written);
     document = ReportToJson(*report);
     exit_code = report->exit_code;
   } else {
@@ -75,14 +82,8 @@ int main(int argc, char** argv) {
                                          : FormatHtmlErrorReport(command.verify, report.status());
     if (dmlp::Status written = WriteReportFile(*command.html_path, page); !written.ok()) return Fail(written);
   }
-  if (!command.json_path) return Finish(exit_code);
-  std::fflush(human);
+  if (!command.json_path) return exit_code;
   const std::string text = DumpReport(document);
-  if (json_to_stdout) {
-    std::fputs(text.c_str(), stdout);
-    return Finish(exit_code);
-  }
-  if (dmlp::Status written = WriteReportFile(*command.json_path, text); !written.ok())
-    return Fail(written);
-  return Finish(exit_code);
+  dmlp::Status written = json_to_stdout ? Emit(stdout, text) : WriteReportFile(*command.json_path, text);
+  return written.ok() ? exit_code : Fail(written);
 }

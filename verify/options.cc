@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include "verify/loss_tolerance.h"
 #include "verify/report_file.h"
 #include "verify/report_json.h"
+#include "verify/same_file.h"
 
 namespace dmlp::verify {
 namespace {
@@ -44,6 +46,10 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   app.add_flag("--require-comparable", command.verify.require_comparable,
                "with --against: fail when the runs need not match (plan, build or stack differ)")
       ->needs(against_option);
+  app.add_flag("--allow-different-experiment", command.verify.allow_different_experiment,
+               "with --against: the runs are meant to be two experiments (SEED, sizes, LEARNING_RATE...): "
+               "report the difference as info instead of failing")
+      ->needs(against_option);
   std::string tolerance;
   app.add_option("--tolerance", tolerance,
                  "with --against, for runs that cannot give the same bits: pass when every step's loss is "
@@ -64,9 +70,19 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
   ParseOutcome outcome;
   std::ostringstream out, err;
   try {
+    // CLI11 reads "--json=" as a bare --json (stdout); an empty FILE is refused like the others.
+    for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i)
+      if (std::string_view(argv[i]) == "--json=")
+        throw CLI::ValidationError("--json=: FILE is empty; name the file, or give --json alone for stdout");
     app.parse(argc, argv);
     if (!command.list_checks && command.verify.run_dir.empty())
       throw CLI::RequiredError("RUN_DIR");
+    // An empty value is what an unset shell variable gives ("--against $GOLDEN"):
+    // taken as absent it would compare nothing and pass, so it is refused.
+    if (against_option->count() > 0 && against.empty())
+      throw CLI::ValidationError("--against: GOLDEN is empty; name the run directory to compare with");
+    if (html->count() > 0 && html_value.empty())
+      throw CLI::ValidationError("--html: FILE is empty; name the file to write the page to");
     if (app.count("--tolerance") > 0) {
       Result<double> rel = ParseTolerance(tolerance);
       if (!rel.ok()) throw CLI::ValidationError(rel.status().detail());
@@ -79,7 +95,7 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
     outcome.err = err.str();
     return outcome;
   }
-  if (!against.empty()) command.verify.against = against;
+  if (against_option->count() > 0) command.verify.against = against;
   if (json->count() > 0) command.json_path = json_value.empty() ? "-" : json_value;
   if (html->count() > 0) {
     command.html_path = html_value;
@@ -90,6 +106,12 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
 }
 
 Status CheckReportPlacement(const CommandLine& command) {
+  // Checked first: the second report written would replace the first, which
+  // the other checks would then call a report of the wrong kind.
+  if (command.html_path && command.json_path && *command.json_path != "-" &&
+      NameTheSameFile(*command.json_path, *command.html_path))
+    return Status::Error("USAGE_ERROR", "--json=" + *command.json_path + " and --html=" + *command.html_path +
+                                            " name the same file; give each report its own");
   std::vector<std::string> runs = {command.verify.run_dir};
   if (command.verify.against) runs.push_back(*command.verify.against);
   if (command.json_path && *command.json_path != "-")

@@ -2,7 +2,8 @@
 //
 // dmlp-verify's command line (CLI11; only APIs present in both CLI11 2.1 and 2.4):
 //
-//   dmlp-verify [--allow-incomplete] [--against OTHER_RUN [--tolerance REL]] [--json[=FILE]] [--html=FILE] RUN_DIR
+//   dmlp-verify [--allow-incomplete] [--against GOLDEN [--tolerance REL] [--require-comparable]
+//               [--allow-different-experiment]] [--json[=FILE]] [--html=FILE] RUN_DIR
 //   dmlp-verify --list-checks | --help | --version
 //
 // `--json` alone writes the JSON report to stdout and the human report to
@@ -12,7 +13,9 @@
 // atomically, never inside a run directory, and only where it is absent or an
 // earlier report (report_file.h).
 // `--tolerance REL` (loss_tolerance.h) needs --against; a REL that is not a
-// finite decimal number >= 0 is a usage error (exit 2).
+// finite decimal number >= 0 is a usage error (exit 2), as are an empty GOLDEN
+// or --html FILE (an unset shell variable: never taken as absent) and, from
+// CheckReportPlacement, --json=FILE and --html=FILE naming one file.
 #pragma once
 
 #include <optional>
@@ -39,7 +42,8 @@ struct ParseOutcome {
 
 /// Parses argv; never prints.
 ParseOutcome ParseCommandLine(int argc, const char* const* argv);
-/// USAGE_ERROR when --json=FILE or --html=FILE may not be written (report_file.h CheckReportTarget).
+/// USAGE_ERROR when --json=FILE or --html=FILE may not be written (report_file.h CheckReportTarget),
+/// or when both name one file (same_file.h).
 Status CheckReportPlacement(const CommandLine& command);
 
 }  // namespace dmlp::verify

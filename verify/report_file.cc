@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/file_util.h"
+#include "verify/same_file.h"
 
 namespace dmlp::verify {
 namespace {
@@ -23,13 +24,6 @@ constexpr int kMaxDepth = 4096;
 Status Trouble(const std::string& what, int error) {
   return Status::Error("IO_ERROR", what + ": " + std::strerror(error));
 }
-
-std::string ParentOf(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-bool SameFile(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 const char* KindOf(mode_t mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
@@ -50,10 +44,10 @@ std::optional<size_t> EnclosingRun(const std::string& directory, const std::vect
     struct stat here {};
     if (::fstat(fd, &here) != 0) break;
     for (size_t i = 0; i < runs.size() && !found; ++i)
-      if (SameFile(here, runs[i])) found = i;
+      if (SameInode(here, runs[i])) found = i;
     const int parent = ::openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat above {};
-    const bool at_root = parent < 0 || ::fstat(parent, &above) != 0 || SameFile(above, here);
+    const bool at_root = parent < 0 || ::fstat(parent, &above) != 0 || SameInode(above, here);
     ::close(fd);
     fd = parent;
     if (at_root) break;

@@ -11,9 +11,11 @@
 #include "common/receipt_reader.h"
 
 #include "verify/compare.h"
+#include "verify/experiment.h"
 #include "verify/result_check.h"
 #include "verify/result_doc.h"
 #include "verify/run_dir.h"
+#include "verify/same_file.h"
 #include "verify/state_check.h"
 
 namespace dmlp::verify {
@@ -235,13 +237,6 @@ Result<RunReport> VerifyRun(const std::string& path, FindingSink& sink, bool tra
 
 namespace {
 
-// Compared by device and inode, so that "run", "./run" and a link to it are one.
-bool SameDirectory(const std::string& left, const std::string& right) {
-  struct stat a {}, b {};
-  return ::stat(left.c_str(), &a) == 0 && ::stat(right.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
-         a.st_ino == b.st_ino;
-}
-
 // The file a run's loss curve is read from: metrics.jsonl where it was read,
 // else the lowest-ranked receipt file (the verifier compared them already).
 ReceiptFile LossCurveFile(const RunDir& dir, const RunReport& run) {
@@ -288,6 +283,10 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
     if (options.require_comparable) finding.severity = Severity::kError;
     report.findings.Add(std::move(finding));
   }
+  if (std::optional<Finding> other = OtherExperimentFinding(report.against->result, report.run.result,
+                                                            golden_dir.path(), run_dir.path(),
+                                                            options.allow_different_experiment))
+    report.findings.Add(std::move(*other));
   DMLP_ASSIGN_OR_RETURN(verdict.comparison, CompareRuns(golden, run));
   if (options.tolerance) {
     DMLP_RETURN_IF_ERROR(JudgeLosses(options, golden_dir, run_dir, report, verdict));
@@ -306,16 +305,17 @@ Status JudgeAgainst(const VerifyOptions& options, Report& report) {
 }  // namespace
 
 Result<Report> Verify(const VerifyOptions& options) {
+  // One directory twice matches trivially: a comparison that proves nothing
+  // is refused, not reported as a PASS.
+  if (options.against && NameTheSameFile(options.run_dir, *options.against))
+    return Status::Error("USAGE_ERROR", "RUN_DIR " + options.run_dir + " and --against " + *options.against +
+                                            " are the same directory; compare two runs");
   Report report;
   report.options = options;
   DMLP_ASSIGN_OR_RETURN(report.run, VerifyRun(options.run_dir, report.findings, options.trace,
                                                options.after_listing));
   report.first_divergence = report.run.receipts.divergence;
   if (options.against) {
-    if (SameDirectory(options.run_dir, *options.against))
-      report.findings.Add(Finding::Of("against.same_run", options.run_dir,
-                                      "RUN_DIR and --against " + *options.against +
-                                          " are the same directory: they match trivially"));
     DMLP_ASSIGN_OR_RETURN(report.against, VerifyRun(*options.against, report.findings, options.trace));
     if (!report.first_divergence) report.first_divergence = report.against->receipts.divergence;
     DMLP_RETURN_IF_ERROR(JudgeAgainst(options, report));

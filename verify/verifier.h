@@ -31,6 +31,7 @@ struct VerifyOptions {
   std::optional<std::string> against;  // --against GOLDEN: the run RUN_DIR must match
   bool allow_incomplete = false;       // incomplete exits 0 instead of 3
   bool require_comparable = false;     // --require-comparable: runs that need not match fail
+  bool allow_different_experiment = false;  // --allow-different-experiment: another experiment is info (experiment.h)
   bool trace = false;                  // keep a RunTrace per run (for --html)
   // Tests only: called with the pass number after each listing of RUN_DIR, to
   // change the directory in the middle of a pass as a live job does.
@@ -77,7 +78,8 @@ struct Report {
   int exit_code = 0;
 };
 
-/// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR.
+/// Verifies options.run_dir (and options.against); codes NOT_FOUND, NOT_A_DIRECTORY, IO_ERROR, and
+/// USAGE_ERROR when both name one directory (same_file.h), before anything is read.
 Result<Report> Verify(const VerifyOptions& options);
 /// Verifies one run directory, adding its findings to `sink` (and keeping a trace when `trace`);
 /// read again while its receipt files are renamed under it (`after_listing`: VerifyOptions).

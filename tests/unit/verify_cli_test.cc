@@ -215,6 +215,100 @@ TEST(VerifyCliTest, AnUnwritableHtmlFileIsTroubleNamingIt) {
   EXPECT_EQ(pid.find_first_not_of("0123456789"), std::string::npos) << pid;
 }
 
+// An unset variable in a script gives an empty GOLDEN ("--against $GOLDEN");
+// it was dropped, so nothing was compared and the run passed, also under
+// --require-comparable.
+TEST(VerifyCliTest, AnEmptyGoldenIsAUsageError) {
+  testing::TempDir run;
+  testing::WriteReferenceRun(run, 1, 2);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--against", "", run.path()},
+        {"--against", "", "--tolerance", "1e-4", run.path()},
+        {"--against", "", "--tolerance", "1e-4", "--require-comparable", run.path()}}) {
+    Ran ran = RunVerify(args);
+    EXPECT_EQ(ran.exit_code, 2);
+    EXPECT_TRUE(ran.err.starts_with("--against: GOLDEN is empty; name the run directory to compare with\n"))
+        << ran.err;
+    EXPECT_EQ(ran.out, "");
+  }
+}
+
+// Was: `--against X X` passed with a warning; one directory matches itself trivially.
+TEST(VerifyCliTest, OneDirectoryTwiceIsAUsageError) {
+  testing::TempDir run, links;
+  testing::WriteReferenceRun(run, 1, 2);
+  std::filesystem::create_directory_symlink(run.path(), links.File("link"));
+  for (const std::string& golden : {run.path(), run.path() + "/.", run.path() + "/", links.File("link")}) {
+    Ran ran = RunVerify({"--against", golden, "--tolerance", "1e-4", run.path()});
+    EXPECT_EQ(ran.exit_code, 2) << golden;
+    EXPECT_EQ(ran.err, "dmlp-verify: error: USAGE_ERROR: RUN_DIR " + run.path() + " and --against " + golden +
+                           " are the same directory; compare two runs\n");
+    EXPECT_EQ(ran.out, "");
+  }
+}
+
+// Was: `--html ""` failed late as IO_ERROR: rename ...; `--html=F --json=F`
+// wrote the page, then the JSON report over it.
+TEST(VerifyCliTest, EachReportFileNeedsANameOfItsOwn) {
+  testing::TempDir run, reports;
+  testing::WriteReferenceRun(run, 1, 2);
+  Ran empty = RunVerify({"--html", "", run.path()});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_TRUE(empty.err.starts_with("--html: FILE is empty; name the file to write the page to\n")) << empty.err;
+  EXPECT_EQ(empty.out, "");
+  // "--json=$OUT" with OUT unset: not the JSON report on stdout, which bare --json asks for.
+  Ran json = RunVerify({"--json=", run.path()});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_TRUE(json.err.starts_with("--json=: FILE is empty; name the file, or give --json alone for stdout\n"))
+      << json.err;
+  EXPECT_EQ(json.out, "");
+  // The same file however it is spelled, and also when it is an earlier report.
+  const std::string same = reports.File("r"), spelled = reports.path() + "/./r";
+  for (int earlier = 0; earlier < 2; ++earlier) {
+    Ran ran = RunVerify({"--json=" + same, "--html=" + spelled, run.path()});
+    EXPECT_EQ(ran.exit_code, 2);
+    EXPECT_EQ(ran.err, "dmlp-verify: error: USAGE_ERROR: --json=" + same + " and --html=" + spelled +
+                           " name the same file; give each report its own\n");
+    EXPECT_EQ(ran.out, "");
+    if (earlier == 0) {
+      EXPECT_FALSE(std::filesystem::exists(same));
+    }
+    ASSERT_EQ(RunVerify({"--json=" + same, run.path()}).exit_code, 0);
+  }
+  EXPECT_EQ(nlohmann::json::parse(reports.Read("r"))["verdict"], "PASS");
+  EXPECT_EQ(RunVerify({"--json=" + same, "--html=" + reports.File("r.html"), run.path()}).exit_code, 0);
+}
+
+// One rule (main.cc): the exit code is the verdict once the report is written
+// or nobody reads it (a reader that went away, stdout closed); a report lost on
+// its way to a reader (/dev/full) is trouble. Was: EPIPE gave 2.
+TEST(VerifyCliTest, TheExitCodeIsTheVerdictUnlessAReportIsLost) {
+  testing::TempDir pass, fail, reports;
+  testing::WriteReferenceRun(pass, 2, 3);
+  testing::WriteReferenceRun(fail, 1, 2);
+  fail.Write("rank-0.jsonl", testing::RankLine(1, 0) + testing::RankLine(1, 0));
+  for (const auto& [run, verdict] : {std::pair{&pass, 0}, std::pair{&fail, 1}}) {
+    for (testing::Stdout nobody_reads : {testing::Stdout::kReaderGone, testing::Stdout::kClosed}) {
+      Ran human = RunVerify({run->path()}, nobody_reads);
+      EXPECT_EQ(human.exit_code, verdict);
+      EXPECT_EQ(human.err, "");
+      Ran json = RunVerify({"--json", run->path()}, nobody_reads);  // JSON on stdout, the human report on stderr
+      EXPECT_EQ(json.exit_code, verdict);
+      EXPECT_TRUE(json.err.ends_with(verdict == 0 ? "\nPASS\n" : "\nFAIL\n")) << json.err;
+      Ran file = RunVerify({"--json=" + reports.File("r.json"), run->path()}, nobody_reads);
+      EXPECT_EQ(file.exit_code, verdict);
+      EXPECT_EQ(nlohmann::json::parse(reports.Read("r.json"))["exit_code"], verdict);  // written all the same
+    }
+    const std::string lost = "dmlp-verify: error: IO_ERROR: write stdout: No space left on device\n";
+    Ran human = RunVerify({run->path()}, testing::Stdout::kFull);
+    EXPECT_EQ(human.exit_code, 2);
+    EXPECT_EQ(human.err, lost);
+    Ran json = RunVerify({"--json", run->path()}, testing::Stdout::kFull);
+    EXPECT_EQ(json.exit_code, 2);
+    EXPECT_TRUE(json.err.ends_with(lost)) << json.err;
+  }
+}
+
 TEST(VerifyCliTest, UsageHelpVersion) {
   Ran none = RunVerify({});
   EXPECT_EQ(none.exit_code, 2);

@@ -1,9 +1,14 @@
-// --against's first question: must two runs match? (verify/comparability.h)
+// --against's first questions: must two runs match (verify/comparability.h), and
+// are they one experiment (verify/experiment.h)?
 #include "verify/comparability.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "verify/experiment.h"
 
 namespace dmlp::verify {
 namespace {
@@ -42,7 +47,7 @@ TEST(Comparability, WhatNeverChangesABitIsIgnored) {
 }
 
 // Two GPUs of one model in two hosts: their PCI bus ids, ordinals and memory
-// sizes (which builds before issue 26 put in the fingerprint) decide no bits.
+// sizes (which older builds put in the fingerprint) decide no bits.
 TEST(Comparability, TwoGpusOfOneModelCompare) {
   ResultDoc golden = Doc(), run = Doc();
   golden.fingerprint["device"] = {{"name", "NVIDIA H200"}, {"sm_count", 132},
@@ -58,7 +63,7 @@ TEST(Comparability, TwoGpusOfOneModelCompare) {
 }
 
 TEST(Comparability, RunsOfAnotherDataDefinitionAreNotComparable) {
-  // dmlp before issue 24 drew Philox data and wrote no plan.data_definition;
+  // dmlp before the reference's data drew Philox data and wrote no plan.data_definition;
   // even from the same commit (a rebuilt old tree), its runs are another experiment.
   ResultDoc today = Doc();
   today.plan["data_definition"] = "jax-0.10.2-threefry/flax-0.12.5-lecun";
@@ -92,6 +97,43 @@ TEST(Comparability, EveryDifferenceIsNamed) {
                                           std::string(40, 'b') + "\"",
                                       "fingerprint.blas.kernel: \"skx\" vs \"haswell\"",
                                       "fingerprint.gpu: (absent) vs \"NVIDIA L4\""}));
+}
+
+TEST(Experiment, OnlyWhatPosesTheProblemIsCompared) {
+  EXPECT_TRUE(ExperimentDifferences(Doc(), Doc()).empty());
+  ResultDoc run = Doc();
+  run.plan["seed"] = 43;
+  run.model["width"] = 256;
+  // One value written two ways; and what only decides bits.
+  run.plan["learning_rate"] = nlohmann::json::parse("1e-3");
+  run.plan["batch"] = 64.0;
+  run.plan["platform"] = "cuda";
+  run.plan["data_shards"] = 4;
+  run.plan["steps"] = 50;
+  run.model["processes"] = 1;
+  run.build["git_commit"] = std::string(40, 'b');
+  run.fingerprint["blas"]["kernel"] = "haswell";
+  EXPECT_EQ(ExperimentDifferences(Doc(), run),
+            (std::vector<std::string>{"plan.seed: 42 vs 43", "model.width: 128 vs 256"}));
+  EXPECT_TRUE(ExperimentDifferences(std::nullopt, run).empty());  // a run still going poses none known
+  EXPECT_TRUE(ExperimentDifferences(Doc(), std::nullopt).empty());
+}
+
+TEST(Experiment, TheDataDefinitionCountsBetweenDmlpRunsOnly) {
+  ResultDoc today = Doc();
+  today.plan["data_definition"] = "jax-0.10.2-threefry/flax-0.12.5-lecun";
+  EXPECT_EQ(ExperimentDifferences(Doc(), today),
+            (std::vector<std::string>{"plan.data_definition: (absent) vs \"jax-0.10.2-threefry/flax-0.12.5-lecun\""}));
+  // The reference's format records none: its data are what dmlp's definition names.
+  ResultDoc reference = Doc();
+  reference.format = ResultDoc::Format::kReference;
+  EXPECT_TRUE(ExperimentDifferences(reference, today).empty());
+  EXPECT_TRUE(ExperimentDifferences(today, reference).empty());
+  std::optional<Finding> intended = OtherExperimentFinding(Doc(), today, "golden", "run", /*allowed=*/true);
+  ASSERT_TRUE(intended);
+  EXPECT_EQ(intended->id, "against.other_experiment");
+  EXPECT_EQ(intended->severity, Severity::kInfo);
+  EXPECT_FALSE(OtherExperimentFinding(today, today, "golden", "run", false));
 }
 
 TEST(Comparability, UnknownWithoutResultBuildOrCommittedSources) {

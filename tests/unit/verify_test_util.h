@@ -1,9 +1,11 @@
-// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun, Ran, RunVerify, FindingIds
+// defines: TempDir, TestHash, TestLoss, RankLine, MetricsLine, WriteReferenceRun, Ran, Stdout, RunVerify,
+//          FindingIds
 //
 // Helpers for dmlp-verify's unit tests: a scratch directory removed at the end,
 // and small valid runs in the reference (JAX) format written into it.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,21 +100,41 @@ struct Ran {
   std::string out, err;
 };
 
-/// Runs the real dmlp-verify with `args`, capturing stdout and stderr.
-inline Ran RunVerify(std::vector<std::string> args) {
+/// Where the child's stdout goes: a file read back into Ran::out, a pipe whose
+/// reader has exited (every write fails with EPIPE), /dev/full (ENOSPC), or
+/// nowhere (descriptor 1 closed, as `>&-` leaves it).
+enum class Stdout { kCaptured, kReaderGone, kFull, kClosed };
+
+/// Runs the real dmlp-verify with `args`, capturing stderr, and stdout as `stdout_to` says.
+inline Ran RunVerify(std::vector<std::string> args, Stdout stdout_to = Stdout::kCaptured) {
   TempDir capture;
   args.insert(args.begin(), DMLP_VERIFY_BINARY);
+  int pipe_fds[2] = {-1, -1};
+  if (stdout_to == Stdout::kReaderGone) {
+    if (::pipe(pipe_fds) != 0) std::abort();
+    ::close(pipe_fds[0]);  // the only read end: as if its reader had exited
+  }
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (!std::freopen(capture.File("out").c_str(), "w", stdout) ||
-        !std::freopen(capture.File("err").c_str(), "w", stderr))
+    if (!std::freopen(capture.File("err").c_str(), "w", stderr)) ::_exit(125);
+    int target = -1;
+    if (stdout_to == Stdout::kCaptured) target = ::open(capture.File("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (stdout_to == Stdout::kReaderGone) target = pipe_fds[1];
+    if (stdout_to == Stdout::kFull) target = ::open("/dev/full", O_WRONLY);
+    if (stdout_to == Stdout::kClosed) {
+      ::close(STDOUT_FILENO);
+    } else if (target < 0 || ::dup2(target, STDOUT_FILENO) < 0) {
       ::_exit(125);
+    } else {
+      ::close(target);
+    }
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
+  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
   int status = 0;
   ::waitpid(pid, &status, 0);
   return Ran{WIFEXITED(status) ? WEXITSTATUS(status) : -1, capture.Read("out"), capture.Read("err")};

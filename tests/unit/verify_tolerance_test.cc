@@ -44,6 +44,18 @@ TEST(ToleranceTest, ParsesPlainDecimalsOnly) {
   EXPECT_EQ(ParseTolerance("1e999").status().detail().rfind("--tolerance 1e999 is not finite", 0), 0u);
 }
 
+// Was: "-0" was refused as negative.
+TEST(ToleranceTest, MinusZeroIsZero) {
+  for (const char* zero : {"-0", "-0.0", "-.0", "-0.", "-0e5", "-00E-3"}) {
+    Result<double> parsed = ParseTolerance(zero);
+    ASSERT_TRUE(parsed.ok()) << zero << ": " << parsed.status().ToString();
+    EXPECT_EQ(*parsed, 0.0) << zero;
+    EXPECT_FALSE(std::signbit(*parsed)) << zero;
+  }
+  // Below double's range but not zero: still negative.
+  for (const char* negative : {"-1e-400", "-0.001", "-0e5x"}) EXPECT_FALSE(ParseTolerance(negative).ok()) << negative;
+}
+
 TEST(ToleranceTest, RelativeDifferenceIsAgainstGolden) {
   EXPECT_EQ(RelativeDifference(2.0, 2.0), 0.0);
   EXPECT_DOUBLE_EQ(RelativeDifference(2.0, 2.5), 0.25);
@@ -203,6 +215,65 @@ TEST(ToleranceTest, LossesComeFromTheRankFileWithoutMetrics) {
   EXPECT_TRUE(testing::FindingIds(report).contains("metrics.missing"));  // the run's own defect, reported as before
 }
 
+// result.json's plan or model field `key` set to `value` (the runs' experiment, experiment.h).
+void SetSetting(const TempDir& dir, const std::string& section, const std::string& key, const nlohmann::json& value) {
+  nlohmann::json doc = nlohmann::json::parse(dir.Read("result.json"));
+  doc[section][key] = value;
+  dir.Write("result.json", PyJsonDumps(doc, 2) + "\n");
+}
+
+// Was: SEED 42 against 43 within --tolerance passed, "not comparable" only an info.
+TEST(ToleranceTest, AnotherExperimentFailsUnlessIntended) {
+  TempDir golden, run;
+  WriteRun(golden, 1, 5, 0, Golden);
+  WriteRun(run, 1, 5, 1, Drifting);
+  SetSetting(golden, "plan", "seed", 42);
+  SetSetting(run, "plan", "seed", 43);
+  Report report = MustVerify(run.path(), golden.path(), 1e-4);
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"state.absent", "against.other_experiment"}));
+  EXPECT_TRUE(report.against_verdict->losses->within());  // the losses alone would pass
+  const Finding& finding = report.findings.kept().back();
+  EXPECT_EQ(finding.severity, Severity::kError);
+  EXPECT_EQ(finding.message, "another experiment than " + golden.path() +
+                                 ": plan.seed: 42 vs 43; whether it reproduces GOLDEN has no answer "
+                                 "(--allow-different-experiment if the difference is intended)");
+  // Without --tolerance the same: the receipts' difference is no longer the whole story.
+  EXPECT_EQ(MustVerify(run.path(), golden.path(), std::nullopt).exit_code, 1);
+  // Intended: an info, and the losses decide.
+  VerifyOptions intended{run.path(), golden.path()};
+  intended.tolerance = 1e-4;
+  intended.allow_different_experiment = true;
+  Result<Report> allowed = Verify(intended);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->exit_code, 0);
+  EXPECT_EQ(allowed->findings.kept().back().severity, Severity::kInfo);
+  intended.tolerance = 1e-7;
+  EXPECT_EQ(Verify(intended)->exit_code, 1);  // a loss beyond REL still fails
+  // Other sizes are another experiment too.
+  SetSetting(run, "plan", "seed", 42);
+  EXPECT_EQ(MustVerify(run.path(), golden.path(), 1e-4).exit_code, 0);
+  SetSetting(golden, "model", "width", 16);
+  SetSetting(run, "model", "width", 32);
+  Report wider = MustVerify(run.path(), golden.path(), 1e-4);
+  EXPECT_EQ(wider.exit_code, 1);
+  EXPECT_NE(wider.findings.kept().back().message.find(": model.width: 16 vs 32;"), std::string::npos);
+}
+
+// What decides bits, not the problem, never makes another experiment: the
+// reason --tolerance exists (the reference fixtures keep that too).
+TEST(ToleranceTest, OtherProcessesAndPlatformsAreOneExperiment) {
+  TempDir golden, run;
+  WriteRun(golden, 1, 5, 0, Golden);
+  WriteRun(run, 2, 5, 1, Drifting);
+  for (const TempDir* dir : {&golden, &run}) SetSetting(*dir, "plan", "seed", 42);
+  SetSetting(run, "plan", "platform", "cuda");
+  SetSetting(run, "plan", "steps", 5);
+  Report report = MustVerify(run.path(), golden.path(), 1e-4);
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_FALSE(testing::FindingIds(report).contains("against.other_experiment"));
+}
+
 using testing::Ran;
 using testing::RunVerify;
 
@@ -230,6 +301,19 @@ TEST(ToleranceCliTest, ExitCodesAndUsageErrors) {
   }
   EXPECT_NE(RunVerify({"--against", golden.path(), "--tolerance", "-1", run.path()}).err.find("cannot be negative"),
             std::string::npos);
+  Ran minus_zero = RunVerify({"--against", golden.path(), "--tolerance", "-0", run.path()});
+  EXPECT_EQ(minus_zero.exit_code, 1) << minus_zero.err;  // REL 0: the drifting losses differ
+  EXPECT_NE(minus_zero.out.find("more than --tolerance 0 "), std::string::npos) << minus_zero.out;
+
+  SetSetting(golden, "plan", "seed", 42);
+  SetSetting(run, "plan", "seed", 43);
+  EXPECT_EQ(RunVerify({"--against", golden.path(), "--tolerance", "1e-4", run.path()}).exit_code, 1);
+  EXPECT_EQ(RunVerify({"--against", golden.path(), "--tolerance", "1e-4", "--allow-different-experiment", run.path()})
+                .exit_code,
+            0);
+  Ran unpaired = RunVerify({"--allow-different-experiment", run.path()});
+  EXPECT_EQ(unpaired.exit_code, 2);
+  EXPECT_NE(unpaired.err.find("--allow-different-experiment requires --against"), std::string::npos) << unpaired.err;
 }
 
 }  // namespace
