@@ -15,6 +15,7 @@
 #include "common/std_streams.h"
 #include "launch/command_path.h"
 #include "launch/launch_errors.h"
+#include "launch/parent_watch.h"
 #include "launch/proc_stat.h"
 #include "launch/rank_process.h"
 
@@ -54,6 +55,8 @@ Status Supervisor::Prepare() {
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
+  // After the signalfd exists: the parent's death is then a SIGTERM the loop reads.
+  if (config_.watched_parent != 0) DMLP_RETURN_IF_ERROR(StopWithParent(config_.watched_parent));
   char host[256] = {};
   // Only for the summary's words about a divergence: a failure leaves "unknown".
   host_name_ = gethostname(host, sizeof(host) - 1) == 0 && host[0] != 0 ? host : "unknown";
@@ -294,6 +297,8 @@ void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
     signal_sender_ = received.sender_pid;
     std::string from =
         received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
+    if (IsParentDeath(received.signal, received.sender_pid, config_.watched_parent))
+      from = " (the parent-death signal: pid " + std::to_string(received.sender_pid) + " died)";
     console_.Notice("received " + name + from + "; send it again to kill at once");
     // SIGALRM (a wrapper's alarm) asks the launcher to end; the ranks get the
     // SIGTERM they clean up after, not an alarm they have no use for.

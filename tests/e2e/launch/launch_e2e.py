@@ -444,6 +444,47 @@ def launcher_sigkill_leaves_no_rank(tmp):
 
 
 @case
+def parent_death_stops_the_job_as_sigterm(tmp):
+    # A wrapper (run.sh) that dies by SIGKILL cannot pass anything on: with
+    # --stop-with-parent its death reaches the launcher as SIGTERM, and the job
+    # ends as after a user's SIGTERM instead of running on unwatched.
+    wrapper = ('"$0" --grace 5 --stop-with-parent $$ "$1" & echo $! > "$STAND_IN_DIR/launcher.tmp"; '
+               'mv "$STAND_IN_DIR/launcher.tmp" "$STAND_IN_DIR/launcher.pid"; wait')
+    env = stand_in_env(tmp, 2, STAND_IN_BACKGROUND=1)
+    parent = Launcher(["-c", wrapper, LAUNCHER, STAND_IN], env, launcher="/bin/sh")
+    ranks = wait_for_ranks(tmp, 2)
+    children = wait_for_ranks(tmp, 2, "bg-")
+    with open(os.path.join(tmp, "launcher.pid")) as f:
+        launcher = Proc(int(f.read()), "dmlp-launch")
+    check(launcher.alive(), "the launcher runs under the wrapper")
+    parent.send(signal.SIGKILL)
+    assert_all_dead([launcher])  # without the parent-death signal it would wait for its ranks' 60 s
+    run = parent.finish()
+    check(run.rc == -signal.SIGKILL, "the wrapper was SIGKILLed", run)
+    check("dmlp-launch: received SIGTERM (the parent-death signal: pid %d died); send it again to kill at once"
+          % parent.proc.pid in run.err_lines(), "the launcher says why it stops", run)
+    for r, proc in ranks.items():
+        want = "dmlp-launch:   rank %d (pid %d): torn down by SIGTERM (killed by signal SIGTERM)" % (r, proc.pid)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d got SIGTERM" % r, run)
+    check(any(l.startswith("dmlp-launch: stopped by SIGTERM") for l in run.err_lines()), "summary", run)
+    assert_all_dead([launcher] + list(ranks.values()) + list(children.values()))
+
+
+@case
+def stop_with_parent_refuses_a_pid_that_is_not_the_parent(tmp):
+    # The parent may die before the launcher arms the signal: then its pid no
+    # longer names the launcher's parent, and no rank is started.
+    run = launch(["--stop-with-parent", "1", STAND_IN], stand_in_env(tmp, 2))
+    check(run.rc == 125 and run.out == "" and run.err ==
+          "dmlp-launch: error: PARENT_GONE: --stop-with-parent 1 is not dmlp-launch's parent (that is pid %d); "
+          "it died before the job started, or the pid is wrong\n" % os.getpid(), "PARENT_GONE", run)
+    check(not read_pid_files(tmp, "rank-"), "no rank was started")
+    run = launch(["--stop-with-parent", "x", "true"], base_env(NUM_PROCESSES=1))
+    check(run.rc == 2 and run.err == "dmlp-launch: error: OPTION_INVALID: --stop-with-parent='x' is not an integer\n",
+          "the pid is a strict number", run)
+
+
+@case
 def sigusr_is_forwarded_only(tmp):
     script = ('trap \'echo "got USR1"; exit 0\' USR1; echo $$ > "$STAND_IN_DIR/rank-$PROCESS_ID.tmp"; '
               'mv "$STAND_IN_DIR/rank-$PROCESS_ID.tmp" "$STAND_IN_DIR/rank-$PROCESS_ID.pid"; '
