@@ -201,9 +201,11 @@ void Supervisor::CloseStream(RankStream& stream) {
 Status Supervisor::HandleSignals() {
   DMLP_ASSIGN_OR_RETURN(std::vector<ReceivedSignal> pending, signals_->ReadPending());
   bool reap = false;
+  std::vector<pid_t> first_to_change;  // the children SIGCHLD named, in arrival order
   for (const ReceivedSignal& received : pending) {
     if (received.signal == SIGCHLD) {
       reap = true;
+      first_to_change.push_back(received.sender_pid);
     } else if (IsTerminationSignal(received.signal)) {
       OnLauncherSignal(received);
     } else if (received.signal == SIGTSTP) {
@@ -217,7 +219,7 @@ Status Supervisor::HandleSignals() {
                       std::to_string(groups.size()) + " rank process group(s)");
     }
   }
-  if (reap) ReapChildren();
+  if (reap) ReapChildren(first_to_change);
   return Status::Ok();
 }
 
@@ -230,7 +232,7 @@ void Supervisor::Suspend() {
   SignalRanks(SIGCONT, groups);
 }
 
-void Supervisor::ReapChildren() {
+void Supervisor::ReapChildren(const std::vector<pid_t>& first_to_change) {
   // Collect everything first: ranks that died in the same instant as the
   // first failure ended on their own, not from the teardown it starts.
   std::vector<std::pair<Rank*, ExitStatus>> ended;
@@ -246,6 +248,17 @@ void Supervisor::ReapChildren() {
     // Anything else is the watchdog or an orphan of a rank (we are its subreaper).
     if (rank != ranks_.end()) ended.emplace_back(&*rank, ExitStatus::FromWaitStatus(wait_status));
   }
+  // waitpid() hands out the dead oldest child first (rank 0 first), not in the
+  // order they died. When the launcher was slow to run (a loaded host, SIGSTOP),
+  // one call reaps a rank that failed first together with the peers it took
+  // down (a rank past `ulimit -f`, then a rank that lost it as a peer), and the
+  // peer would be named as the first failure. SIGCHLD is a standard signal: one
+  // pending record, made by the first child to change since the last read, so
+  // the rank it names died before every other one reaped here.
+  std::stable_partition(ended.begin(), ended.end(), [&first_to_change](const auto& entry) {
+    return std::find(first_to_change.begin(), first_to_change.end(), entry.first->report.pid) !=
+           first_to_change.end();
+  });
   for (auto& [rank, status] : ended) OnRankExit(*rank, status, now);
 }
 

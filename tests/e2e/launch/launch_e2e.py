@@ -752,6 +752,38 @@ def output_past_file_size_limit_keeps_a_failed_rank_code(tmp):
     check("dmlp-launch: error: OUTPUT_WRITE_FAILED: stdout: File too large" in run.err, "and the write error", run)
 
 
+def zombie(proc):
+    return process_state(proc) == "Z"
+
+
+@case
+def first_failure_is_the_first_to_die_when_reaped_together(tmp):
+    # Rank 1 dies of SIGXFSZ (past `ulimit -f`), then rank 0 fails as its
+    # peer would; the launcher is stopped meanwhile, as a loaded host may keep
+    # it from running, so one wakeup reaps both. waitpid() hands out rank 0
+    # first (the older child): the first to die must still be the one named.
+    script = ('d=$STAND_IN_DIR; r=$PROCESS_ID; echo $$ > "$d/rank-$r.tmp"; mv "$d/rank-$r.tmp" "$d/rank-$r.pid"; '
+              'n=0; while [ ! -e "$d/go-$r" ] && [ $n -lt 2000 ]; do sleep 0.01; n=$((n+1)); done; '
+              'if [ "$r" = 1 ]; then ulimit -f 1; printf "%8192s" x > "$d/past-the-limit"; exit 99; fi; '
+              'echo "rank 0 lost its peer" >&2; exit 3')
+    launcher = Launcher(["--", "sh", "-c", script], stand_in_env(tmp, 2))
+    ranks = wait_for_ranks(tmp, 2)
+    launcher.send(signal.SIGSTOP)
+    try:
+        for r in (1, 0):
+            with open(os.path.join(tmp, "go-%d" % r), "w"):
+                pass
+            wait_until(lambda: zombie(ranks[r]), READY_LIMIT, "rank %d to end" % r)
+    finally:
+        launcher.send(signal.SIGCONT)
+    run = launcher.finish()
+    check(run.rc == 128 + signal.SIGXFSZ, "the exit code is rank 1's (128+SIGXFSZ)", run)
+    check("dmlp-launch: RANK_EXIT_NONZERO: rank=1 pid=%d signal=SIGXFSZ" % ranks[1].pid in run.err_lines(),
+          "rank 1 is the failure", run)
+    check(not any("RANK_EXIT_NONZERO: rank=0" in l for l in run.err_lines()), "rank 0 is not", run)
+    check(len(summary_line(run, "rank 1 failed first: killed by signal SIGXFSZ")) == 1, "summary", run)
+
+
 @case
 def two_nodes_on_one_host(tmp):
     script = 'echo "PROCESS_ID=$PROCESS_ID LOCAL_RANK=$LOCAL_RANK NUM_PROCESSES=$NUM_PROCESSES"'
