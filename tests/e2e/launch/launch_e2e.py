@@ -34,6 +34,7 @@ CASES = {}
 RUN_LIMIT = 30.0        # one launcher run
 READY_LIMIT = 15.0      # ranks writing their pid files
 DEAD_LIMIT = 10.0       # processes gone after the launcher ended
+SKIP_CODE = 77          # ctest's SKIP_RETURN_CODE (launch.cmake)
 
 
 def case(function):
@@ -43,6 +44,10 @@ def case(function):
 
 class Failure(Exception):
     pass
+
+
+class Skip(Exception):
+    """A case this machine cannot run (never raised in CI for what CI has)."""
 
 
 def check(condition, message, run=None):
@@ -784,6 +789,46 @@ def first_failure_is_the_first_to_die_when_reaped_together(tmp):
     check(len(summary_line(run, "rank 1 failed first: killed by signal SIGXFSZ")) == 1, "summary", run)
 
 
+def without_proc(command, env):
+    """Runs `command` in a mount namespace where /proc is an empty tmpfs."""
+    usable = subprocess.run(["unshare", "--mount", "--fork", "true"], capture_output=True, text=True)
+    if usable.returncode != 0:
+        why = "unshare --mount fails here: %s" % usable.stderr.strip()
+        # CI runs as root: a skip there would hide the case.
+        if os.environ.get("CI"):
+            raise Failure(why)
+        raise Skip(why)
+    script = 'mount -t tmpfs none /proc && exec "$@"'
+    done = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script, "sh"] + command, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_LIMIT)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+@case
+def default_command_is_found_without_proc(tmp):
+    # No /proc (a chroot, a container that lacks it): /proc/self/exe cannot say
+    # where dmlp-launch is, argv[0] can.
+    install = os.path.join(tmp, "bin")
+    os.mkdir(install)
+    copy = os.path.join(install, "dmlp-launch")
+    shutil.copy2(LAUNCHER, copy)
+    with open(os.path.join(install, "dmlp-train"), "w") as f:
+        f.write('#!/bin/sh\necho "stand-in trainer $PROCESS_ID"\n')
+    os.chmod(os.path.join(install, "dmlp-train"), 0o755)
+    expected = ["[rank 0] stand-in trainer 0", "[rank 1] stand-in trainer 1"]
+    by_path = without_proc([copy], base_env(NUM_PROCESSES=2))
+    check(by_path.rc == 0 and sorted(by_path.out.splitlines()) == expected, "started by its path", by_path)
+    env = base_env(NUM_PROCESSES=2)
+    env["PATH"] = install + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    by_name = without_proc(["dmlp-launch"], env)
+    check(by_name.rc == 0 and sorted(by_name.out.splitlines()) == expected, "started by its name in PATH", by_name)
+    lost = without_proc(["bash", "-c", 'exec -a dmlp-launch-elsewhere "$0"', copy], base_env(NUM_PROCESSES=2))
+    check(lost.rc == 127 and lost.err ==
+          "dmlp-launch: error: COMMAND_NOT_FOUND: dmlp-train: dmlp-launch cannot tell its own directory "
+          "(/proc/self/exe: No such file or directory; argv[0] 'dmlp-launch-elsewhere' is not found either); "
+          "give the trainer as COMMAND: dmlp-launch [options] -- /path/to/dmlp-train\n", "the way out is named", lost)
+
+
 @case
 def two_nodes_on_one_host(tmp):
     script = 'echo "PROCESS_ID=$PROCESS_ID LOCAL_RANK=$LOCAL_RANK NUM_PROCESSES=$NUM_PROCESSES"'
@@ -1153,6 +1198,9 @@ def run_case(name):
         CASES[name](tmp)
         print("PASS %s" % name)
         return True
+    except Skip as skip:
+        print("SKIP %s: %s" % (name, skip))
+        return None
     except Exception:  # report every kind of failure the same way
         print("FAIL %s" % name)
         traceback.print_exc(file=sys.stdout)
@@ -1181,7 +1229,9 @@ def main():
     if unknown or not names:
         parser.error("unknown or no cases: %s" % unknown)
     results = [run_case(n) for n in names]
-    return 0 if all(results) else 1
+    if any(result is False for result in results):
+        return 1
+    return SKIP_CODE if all(result is None for result in results) else 0
 
 
 if __name__ == "__main__":
