@@ -12,7 +12,8 @@
 # environment; otherwise the status of the first step that failed (nvidia-smi,
 # the build, dmlp-launch, dmlp-verify). dmlp-verify runs even after a failed
 # job: its report says how far the receipts go. SIGINT, SIGTERM and SIGHUP
-# are passed on to dmlp-launch once each (a second one makes it kill at once).
+# are passed on to dmlp-launch once each (a second one makes it kill at once);
+# when this script dies of SIGKILL, dmlp-launch stops the job as on SIGTERM.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -95,7 +96,12 @@ say "programs: $bin"
 # ---- 4. the job -------------------------------------------------------------------
 # dmlp-launch runs in a session of its own, so a terminal's Ctrl-C or a signal
 # to this script's process group reaches it exactly once: through forward().
-setsid "$bin/dmlp-launch" </dev/null &
+# This script may die by SIGKILL, which it cannot pass on: --stop-with-parent
+# makes the launcher end the job then as on SIGTERM (receipts valid, dmlp.lock
+# released, RESUME=1 continues), rather than run on unwatched. setsid(1) execs
+# in place here (a background child of a script is no group leader), so the
+# launcher's parent is this shell, $$.
+setsid "$bin/dmlp-launch" --stop-with-parent "$$" </dev/null &
 launch_pid=$!
 forward() { kill -s "$1" "$launch_pid" 2>/dev/null || true; }
 trap 'forward INT' INT

@@ -14,6 +14,7 @@ Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository),
 DMLP_BUILD_DIR and DMLP_CMAKE (for cmake --install).
 """
 
+import fcntl
 import json
 import os
 import re
@@ -63,6 +64,46 @@ def write_script(path, text):
 def run(args, env, timeout=120, cwd=None):
     return subprocess.run([str(a) for a in args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def descendants(pid):
+    """{pid: start time} of every process below `pid`, from /proc (by pid, never by name)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = (int(fields[1]), fields[19])
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, started) in parents.items():
+            if ppid == parent and child not in found:
+                found[child] = started
+                frontier.append(child)
+    return found
+
+
+def still_running(procs):
+    """Those of `procs` ({pid: start time}) that are the same process, alive (not a zombie)."""
+    running = []
+    for pid, started in procs.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[19] == started and fields[0] not in ("Z", "X"):
+            running.append(pid)
+    return running
+
+
+def kill_all(procs):
+    for pid in still_running(procs):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 class ScratchCase(unittest.TestCase):
@@ -222,6 +263,49 @@ class RunSh(ScratchCase):
         self.assertNotIn("second signal", err)
         self.assertEqual(out.rstrip().splitlines()[-1], "INCOMPLETE")
         self.assertIn("run.sh: dmlp-launch exited with status 143 (dmlp-verify: 3)", err)
+
+    def test_sigkill_of_run_sh_ends_the_job_and_leaves_it_resumable(self):
+        # Only the first METRIC line is read before the kill: the pipes (this
+        # test's, the launcher's) then fill and hold the job back long before
+        # its 3000th step, however fast this machine is.
+        settings = {"STEPS": "3000", "CHECKPOINT_EVERY": "100"}
+        out_dir = self.scratch / "run"
+        job_procs = {}
+        with subprocess.Popen([str(RUN_SH)], env=self.job_env(**settings), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True) as job:
+            try:
+                self.assertIn("METRIC step=1", job.stdout.readline())
+                job_procs = descendants(job.pid)  # dmlp-launch, its ranks, its watchdog
+                self.assertGreaterEqual(len(job_procs), 3, job_procs)
+                job.kill()  # SIGKILL, by pid
+                # The launcher shares run.sh's pipes: they close when it has ended.
+                _, err = job.communicate(timeout=60)
+            finally:
+                if job.poll() is None:
+                    job.kill()
+                kill_all(job_procs)
+        self.assertEqual(job.returncode, -signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while still_running(job_procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(still_running(job_procs), [], "the launcher and its ranks are gone")
+        self.assertIn(f"dmlp-launch: received SIGTERM (the parent-death signal: pid {job.pid} died)", err)
+        lock = out_dir / "dmlp.lock"
+        if lock.exists():  # left by a stopped job, it must not be held
+            with open(lock) as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        verdict = run([BIN / "dmlp-verify", out_dir], clean_env())
+        self.assertEqual((verdict.returncode, verdict.stdout.rstrip().splitlines()[-1]), (3, "INCOMPLETE"),
+                         verdict.stdout + verdict.stderr)
+        resumed = run([RUN_SH], self.job_env(RESUME="1", **settings))
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(resumed.stdout.rstrip().splitlines()[-1], "PASS")
+        whole = run([RUN_SH], self.job_env(out="whole", **settings))
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        against = run([BIN / "dmlp-verify", "--against", self.scratch / "whole", out_dir], clean_env())
+        self.assertEqual(against.returncode, 0, against.stdout + against.stderr)
+        for name in ("rank-0.jsonl", "rank-1.jsonl", "metrics.jsonl", "state.safetensors"):
+            self.assertEqual((out_dir / name).read_bytes(), (self.scratch / "whole" / name).read_bytes(), name)
 
 
 class InstalledLayout(ScratchCase):
