@@ -7,7 +7,9 @@
 #      (beside this script), and builds them there when they are not found;
 #   4. dmlp-launch (NUM_PROCESSES ranks of dmlp-train, OUT_DIR);
 #   5. dmlp-verify "$OUT_DIR", with its HTML report written beside the run
-#      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`).
+#      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`;
+#      a path dmlp-verify refuses is `run.sh: report: not written: PATH why`,
+#      and the verdict and exit status are the run's all the same).
 # Exit status: 0 when the job ran and dmlp-verify says PASS; 2 for a bad
 # environment; otherwise the status of the first step that failed (nvidia-smi,
 # the build, dmlp-launch, dmlp-verify). dmlp-verify runs even after a failed
@@ -116,19 +118,46 @@ done
 trap - INT TERM HUP
 
 # ---- 5. verification --------------------------------------------------------------
+# verify_run [REPORT]: dmlp-verify "$OUT_DIR", its HTML report at REPORT when
+# given; sets verify_status, and report_written when the report was written.
+# The report is an extra: a path dmlp-verify refuses (a stale file that is not
+# its report, a link, a directory: USAGE_ERROR before it verifies anything)
+# costs the report only. That is said, nothing is written there, and the run
+# is verified without it, so the verdict and exit status stay the run's.
 verify_status=0
+report_written=""
+verify_run() {
+  local errors
+  if [[ -z "${1:-}" ]] || ! errors="$(mktemp)"; then
+    "$bin/dmlp-verify" ${1:+"--html=$1"} "$OUT_DIR"
+    verify_status=$?
+    return
+  fi
+  "$bin/dmlp-verify" "--html=$1" "$OUT_DIR" 2>"$errors"
+  verify_status=$?
+  # dmlp-verify's error line (verify/report_file.h words the refusal).
+  local refusal="dmlp-verify: error: USAGE_ERROR: --html=$1 "
+  if [[ $verify_status -eq 2 ]] && grep -qF -- "$refusal" "$errors"; then
+    say "report: not written: $1 $(grep -F -- "$refusal" "$errors" | head -n 1 | cut -c $((${#refusal} + 1))-)"
+    rm -f "$errors"
+    "$bin/dmlp-verify" "$OUT_DIR"
+    verify_status=$?
+    return
+  fi
+  cat "$errors" >&2
+  rm -f "$errors"
+  report_written="$1"
+}
+
 if [[ -d "$OUT_DIR" || $launch_status -eq 0 ]]; then
   # The page for people goes beside the run, never into it: OUT_DIR stays
   # exactly what the trainer wrote (/work/out/run-1 -> /work/out/run-1.report.html).
-  html=()
   report=""
   if out_abs="$(cd "$OUT_DIR" 2>/dev/null && pwd -P)" && [[ "$out_abs" != / ]]; then
     report="$out_abs.report.html"
-    html=("--html=$report")
   fi
-  "$bin/dmlp-verify" "${html[@]}" "$OUT_DIR"
-  verify_status=$?
-  if [[ -n "$report" && -f "$report" ]]; then say "report: $report"; fi
+  verify_run "$report"
+  if [[ -n "$report_written" && -f "$report_written" ]]; then say "report: $report_written"; fi
 else
   say "no $OUT_DIR to verify: the job stopped before creating it"
 fi

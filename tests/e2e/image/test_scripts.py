@@ -307,6 +307,35 @@ class RunSh(ScratchCase):
         for name in ("rank-0.jsonl", "rank-1.jsonl", "metrics.jsonl", "state.safetensors"):
             self.assertEqual((out_dir / name).read_bytes(), (self.scratch / "whole" / name).read_bytes(), name)
 
+    def test_a_refused_report_path_costs_the_report_not_the_verdict(self):
+        scratch = self.scratch.resolve()
+        (scratch / "kept.txt").write_text("someone's notes\n")
+        planted = {
+            "a stale file": lambda path: path.write_text("someone's notes\n"),
+            "a link to a file": lambda path: path.symlink_to(scratch / "kept.txt"),
+            "a link to nowhere": lambda path: path.symlink_to(scratch / "nowhere"),
+            "a directory": lambda path: path.mkdir(),
+        }
+        for number, (what, plant) in enumerate(planted.items()):
+            with self.subTest(what=what):
+                report = scratch / f"run-{number}.report.html"
+                plant(report)
+                done = run([RUN_SH], self.job_env(out=f"run-{number}"))
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")
+                self.assertIn("run.sh: job complete and verified", done.stderr)
+                self.assertRegex(done.stderr, rf"run\.sh: report: not written: {re.escape(str(report))} "
+                                              r"(exists and is not|is a [a-z ]+, not) a report dmlp-verify wrote; "
+                                              r"it is never replaced\n")
+                self.assertNotIn("USAGE_ERROR", done.stderr)
+                self.assertNotIn(f"run.sh: report: {report}\n", done.stderr)
+        # Nothing was written through or over what was there.
+        self.assertEqual((scratch / "run-0.report.html").read_text(), "someone's notes\n")
+        self.assertEqual((scratch / "kept.txt").read_text(), "someone's notes\n")
+        self.assertTrue((scratch / "run-1.report.html").is_symlink())
+        self.assertFalse((scratch / "nowhere").exists())
+        self.assertEqual(list((scratch / "run-3.report.html").iterdir()), [])
+
 
 class InstalledLayout(ScratchCase):
     """The Docker image's last stage on the CPU: `cmake --install` into a prefix,
