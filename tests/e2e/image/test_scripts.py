@@ -396,6 +396,47 @@ class MainJob(ScratchCase):
         self.assertIn("main-job: verdict: ", done.stdout)
         self.assertIn("(run.sh exit status 2)", done.stdout)
 
+    def test_two_started_in_the_same_second_get_two_run_directories(self):
+        # A copy of the repository, so the default OUT_DIR (out/ beside the
+        # script) lands in the scratch directory; `date` answers one second for both.
+        repo = self.scratch / "repo"
+        (repo / "tools").mkdir(parents=True)
+        for name in ("run.sh", "spec.json", "tools/main-job.sh", "tools/install-deps.sh"):
+            (repo / name).write_bytes((SOURCE / name).read_bytes())
+            (repo / name).chmod(0o755)
+        fakes = self.scratch / "fakes"
+        fakes.mkdir()
+        write_script(fakes / "date", "echo 20261206T074500Z\n")
+        write_script(fakes / "nvidia-smi", "exit 9\n")
+        jobs = [subprocess.Popen(["bash", str(repo / "tools" / "main-job.sh")], cwd=self.scratch,
+                                 env=clean_env((fakes,), DMLP_BIN_DIR=BIN, STEPS="3", COORDINATOR_PORT=free_port()),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        outcomes = [(*job.communicate(timeout=300), job.returncode) for job in jobs]
+        directories = set()
+        for out, err, status in outcomes:
+            self.assertEqual(status, 0, out + err)
+            self.assertIn("main-job: verdict: PASS (run.sh exit status 0)", out)
+            directory = Path(re.search(r"^main-job: run directory: (.*)$", out, re.M).group(1))
+            self.assertEqual(directory.parent, repo / "out")
+            self.assertTrue(directory.name.startswith("main-job-20261206T074500Z"), directory)
+            self.assert_complete_run(directory, 2)
+            directories.add(directory)
+        self.assertEqual(len(directories), 2, "one run directory each")
+
+    def test_a_run_refused_by_another_jobs_directory_shows_no_verdict(self):
+        first = self.main_job(PLATFORM="cpu", STEPS="3")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn("main-job: verdict: PASS (run.sh exit status 0)", first.stdout)
+        # The same OUT_DIR again: the directory holds the first job's complete
+        # run, whose PASS is not this (refused) run's verdict.
+        again = self.main_job(PLATFORM="cpu", STEPS="3")
+        self.assertEqual(again.returncode, 1, again.stderr)
+        self.assertIn("OUTPUT_ALREADY_COMPLETE", again.stdout + again.stderr)
+        self.assertIn("main-job: verdict: not shown: run.sh failed, and OUT_DIR, which you named, may hold "
+                      "another job's run (run.sh exit status 1)", again.stdout)
+        self.assertNotIn("main-job: verdict: PASS", again.stdout)
+
     def test_with_gpus_the_job_gets_the_spec_environment(self):
         # Stand-ins: nvidia-smi lists 3 GPUs, ldd says the programs have CUDA,
         # dmlp-launch prints the environment it was given.
