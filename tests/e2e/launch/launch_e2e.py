@@ -566,19 +566,29 @@ def command_not_found_or_not_executable(tmp):
               "exit %d with %r" % (rc, message), run)
 
 
-@case
-def default_command_beside_launcher(tmp):
+def install_launcher(tmp):
+    """A copy of the launcher in TMP/bin, as an installation has it; returns (bin, copy)."""
     install = os.path.join(tmp, "bin")
     os.mkdir(install)
     copy = os.path.join(install, "dmlp-launch")
     shutil.copy2(LAUNCHER, copy)
+    return install, copy
+
+
+def install_stand_in_trainer(install, script):
+    trainer = os.path.join(install, "dmlp-train")
+    with open(trainer, "w") as f:
+        f.write("#!/bin/sh\n" + script + "\n")
+    os.chmod(trainer, 0o755)
+
+
+@case
+def default_command_beside_launcher(tmp):
+    install, copy = install_launcher(tmp)
     run = launch([], base_env(NUM_PROCESSES=1), launcher=copy)
     check(run.rc == 127 and run.err == "dmlp-launch: error: COMMAND_NOT_FOUND: %s/dmlp-train: "
           "No such file or directory\n" % install, "no dmlp-train beside it -> 127", run)
-    trainer = os.path.join(install, "dmlp-train")
-    with open(trainer, "w") as f:
-        f.write('#!/bin/sh\necho "stand-in trainer $PROCESS_ID $*"\n')
-    os.chmod(trainer, 0o755)
+    install_stand_in_trainer(install, 'echo "stand-in trainer $PROCESS_ID $*"')
     run = launch([], base_env(NUM_PROCESSES=2), launcher=copy)
     check(run.rc == 0 and sorted(run.out.splitlines()) == ["[rank 0] stand-in trainer 0 ", "[rank 1] stand-in trainer 1 "],
           "runs the dmlp-train installed beside dmlp-launch", run)
@@ -808,13 +818,8 @@ def without_proc(command, env):
 def default_command_is_found_without_proc(tmp):
     # No /proc (a chroot, a container that lacks it): /proc/self/exe cannot say
     # where dmlp-launch is, argv[0] can.
-    install = os.path.join(tmp, "bin")
-    os.mkdir(install)
-    copy = os.path.join(install, "dmlp-launch")
-    shutil.copy2(LAUNCHER, copy)
-    with open(os.path.join(install, "dmlp-train"), "w") as f:
-        f.write('#!/bin/sh\necho "stand-in trainer $PROCESS_ID"\n')
-    os.chmod(os.path.join(install, "dmlp-train"), 0o755)
+    install, copy = install_launcher(tmp)
+    install_stand_in_trainer(install, 'echo "stand-in trainer $PROCESS_ID"')
     expected = ["[rank 0] stand-in trainer 0", "[rank 1] stand-in trainer 1"]
     by_path = without_proc([copy], base_env(NUM_PROCESSES=2))
     check(by_path.rc == 0 and sorted(by_path.out.splitlines()) == expected, "started by its path", by_path)
