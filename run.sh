@@ -136,9 +136,10 @@ verify_run() {
   "$bin/dmlp-verify" "--html=$1" "$OUT_DIR" 2>"$errors"
   verify_status=$?
   # dmlp-verify's error line (verify/report_file.h words the refusal).
-  local refusal="dmlp-verify: error: USAGE_ERROR: --html=$1 "
-  if [[ $verify_status -eq 2 ]] && grep -qF -- "$refusal" "$errors"; then
-    say "report: not written: $1 $(grep -F -- "$refusal" "$errors" | head -n 1 | cut -c $((${#refusal} + 1))-)"
+  local refusal="dmlp-verify: error: USAGE_ERROR: --html=$1 " why
+  why="$(grep -F -- "$refusal" "$errors" | head -n 1)"
+  if [[ $verify_status -eq 2 && -n "$why" ]]; then
+    say "report: not written: $1 ${why#"$refusal"}"
     rm -f "$errors"
     "$bin/dmlp-verify" "$OUT_DIR"
     verify_status=$?
