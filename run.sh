@@ -135,19 +135,27 @@ verify_run() {
   fi
   "$bin/dmlp-verify" "--html=$1" "$OUT_DIR" 2>"$errors"
   verify_status=$?
-  # dmlp-verify's error line (verify/report_file.h words the refusal).
-  local refusal="dmlp-verify: error: USAGE_ERROR: --html=$1 " why
-  why="$(grep -F -- "$refusal" "$errors" | head -n 1)"
-  if [[ $verify_status -eq 2 && -n "$why" ]]; then
-    say "report: not written: $1 ${why#"$refusal"}"
-    rm -f "$errors"
+  # dmlp-verify's error lines (verify/report_file.h words them). Refused before
+  # verifying: verify without the report. Failed while writing it (a full
+  # disk, a link that took its name meanwhile), after the verdict was printed:
+  # verify again, quietly, for the verdict's exit status.
+  local refused="dmlp-verify: error: USAGE_ERROR: --html=$1 " failed="dmlp-verify: error: IO_ERROR: "
+  local refusal failure
+  refusal="$(grep -F -- "$refused" "$errors" | head -n 1)"
+  failure="$(grep -F -- "$failed" "$errors" | grep -F -- "$1" | head -n 1)"
+  [[ $verify_status -eq 2 && -n "$refusal$failure" ]] || cat "$errors" >&2
+  rm -f "$errors"
+  if [[ $verify_status -eq 2 && -n "$refusal" ]]; then
+    say "report: not written: $1 ${refusal#"$refused"}"
     "$bin/dmlp-verify" "$OUT_DIR"
     verify_status=$?
-    return
+  elif [[ $verify_status -eq 2 && -n "$failure" ]]; then
+    say "report: not written: ${failure#"$failed"}"
+    "$bin/dmlp-verify" "$OUT_DIR" >/dev/null 2>&1
+    verify_status=$?
+  else
+    report_written="$1"
   fi
-  cat "$errors" >&2
-  rm -f "$errors"
-  report_written="$1"
 }
 
 if [[ -d "$OUT_DIR" || $launch_status -eq 0 ]]; then
