@@ -785,6 +785,7 @@ def first_failure_is_the_first_to_die_when_reaped_together(tmp):
     ranks = wait_for_ranks(tmp, 2)
     launcher.send(signal.SIGSTOP)
     try:
+        wait_until(lambda: process_state(launcher.me) == "T", READY_LIMIT, "the launcher to stop")
         for r in (1, 0):
             with open(os.path.join(tmp, "go-%d" % r), "w"):
                 pass
