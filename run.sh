@@ -8,8 +8,9 @@
 #   4. dmlp-launch (NUM_PROCESSES ranks of dmlp-train, OUT_DIR);
 #   5. dmlp-verify "$OUT_DIR", with its HTML report written beside the run
 #      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`;
-#      a path dmlp-verify refuses is `run.sh: report: not written: PATH why`,
-#      and the verdict and exit status are the run's all the same).
+#      a path dmlp-verify refuses, or a page it cannot write, is
+#      `run.sh: report: not written: ...`, and the verdict and exit status are
+#      the run's all the same).
 # Exit status: 0 when the job ran and dmlp-verify says PASS; 2 for a bad
 # environment; otherwise the status of the first step that failed (nvidia-smi,
 # the build, dmlp-launch, dmlp-verify). dmlp-verify runs even after a failed
@@ -121,9 +122,9 @@ trap - INT TERM HUP
 # verify_run [REPORT]: dmlp-verify "$OUT_DIR", its HTML report at REPORT when
 # given; sets verify_status, and report_written when the report was written.
 # The report is an extra: a path dmlp-verify refuses (a stale file that is not
-# its report, a link, a directory: USAGE_ERROR before it verifies anything)
-# costs the report only. That is said, nothing is written there, and the run
-# is verified without it, so the verdict and exit status stay the run's.
+# its report, a link, a directory) or a page it cannot write costs the report
+# only. That is said, nothing is written there, and the verdict and exit
+# status stay the run's.
 verify_status=0
 report_written=""
 verify_run() {
