@@ -479,10 +479,11 @@ def parent_death_stops_the_job_as_sigterm(tmp):
 def stop_with_parent_refuses_a_pid_that_is_not_the_parent(tmp):
     # The parent may die before the launcher arms the signal: then its pid no
     # longer names the launcher's parent, and no rank is started.
-    run = launch(["--stop-with-parent", "1", STAND_IN], stand_in_env(tmp, 2))
+    grandparent = os.getppid()  # alive, and surely not the launcher's parent
+    run = launch(["--stop-with-parent", str(grandparent), STAND_IN], stand_in_env(tmp, 2))
     check(run.rc == 125 and run.out == "" and run.err ==
-          "dmlp-launch: error: PARENT_GONE: --stop-with-parent 1 is not dmlp-launch's parent (that is pid %d); "
-          "it died before the job started, or the pid is wrong\n" % os.getpid(), "PARENT_GONE", run)
+          "dmlp-launch: error: PARENT_GONE: --stop-with-parent %d is not dmlp-launch's parent (that is pid %d); "
+          "it died before the job started, or the pid is wrong\n" % (grandparent, os.getpid()), "PARENT_GONE", run)
     check(not read_pid_files(tmp, "rank-"), "no rank was started")
     run = launch(["--stop-with-parent", "x", "true"], base_env(NUM_PROCESSES=1))
     check(run.rc == 2 and run.err == "dmlp-launch: error: OPTION_INVALID: --stop-with-parent='x' is not an integer\n",
