@@ -7,12 +7,16 @@
 #      (beside this script), and builds them there when they are not found;
 #   4. dmlp-launch (NUM_PROCESSES ranks of dmlp-train, OUT_DIR);
 #   5. dmlp-verify "$OUT_DIR", with its HTML report written beside the run
-#      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`).
+#      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`;
+#      a path dmlp-verify refuses, or a page it cannot write, is
+#      `run.sh: report: not written: ...`, and the verdict and exit status are
+#      the run's all the same).
 # Exit status: 0 when the job ran and dmlp-verify says PASS; 2 for a bad
 # environment; otherwise the status of the first step that failed (nvidia-smi,
 # the build, dmlp-launch, dmlp-verify). dmlp-verify runs even after a failed
 # job: its report says how far the receipts go. SIGINT, SIGTERM and SIGHUP
-# are passed on to dmlp-launch once each (a second one makes it kill at once).
+# are passed on to dmlp-launch once each (a second one makes it kill at once);
+# when this script dies of SIGKILL, dmlp-launch stops the job as on SIGTERM.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -95,7 +99,12 @@ say "programs: $bin"
 # ---- 4. the job -------------------------------------------------------------------
 # dmlp-launch runs in a session of its own, so a terminal's Ctrl-C or a signal
 # to this script's process group reaches it exactly once: through forward().
-setsid "$bin/dmlp-launch" </dev/null &
+# This script may die by SIGKILL, which it cannot pass on: --stop-with-parent
+# makes the launcher end the job then as on SIGTERM (receipts valid, dmlp.lock
+# released, RESUME=1 continues), rather than run on unwatched. setsid(1) execs
+# in place here (a background child of a script is no group leader), so the
+# launcher's parent is this shell, $$.
+setsid "$bin/dmlp-launch" --stop-with-parent "$$" </dev/null &
 launch_pid=$!
 forward() { kill -s "$1" "$launch_pid" 2>/dev/null || true; }
 trap 'forward INT' INT
@@ -110,19 +119,55 @@ done
 trap - INT TERM HUP
 
 # ---- 5. verification --------------------------------------------------------------
+# verify_run [REPORT]: dmlp-verify "$OUT_DIR", its HTML report at REPORT when
+# given; sets verify_status, and report_written when the report was written.
+# The report is an extra: a path dmlp-verify refuses (a stale file that is not
+# its report, a link, a directory) or a page it cannot write costs the report
+# only. That is said, nothing is written there, and the verdict and exit
+# status stay the run's.
 verify_status=0
+report_written=""
+verify_run() {
+  local errors
+  if [[ -z "${1:-}" ]] || ! errors="$(mktemp)"; then
+    "$bin/dmlp-verify" ${1:+"--html=$1"} "$OUT_DIR"
+    verify_status=$?
+    return
+  fi
+  "$bin/dmlp-verify" "--html=$1" "$OUT_DIR" 2>"$errors"
+  verify_status=$?
+  # dmlp-verify's error lines (verify/report_file.h words them). Refused before
+  # verifying: verify without the report. Failed while writing it (a full
+  # disk, a link that took its name meanwhile), after the verdict was printed:
+  # verify again, quietly, for the verdict's exit status.
+  local refused="dmlp-verify: error: USAGE_ERROR: --html=$1 " failed="dmlp-verify: error: IO_ERROR: "
+  local refusal failure
+  refusal="$(grep -F -- "$refused" "$errors" | head -n 1)"
+  failure="$(grep -F -- "$failed" "$errors" | grep -F -- "$1" | head -n 1)"
+  [[ $verify_status -eq 2 && -n "$refusal$failure" ]] || cat "$errors" >&2
+  rm -f "$errors"
+  if [[ $verify_status -eq 2 && -n "$refusal" ]]; then
+    say "report: not written: $1 ${refusal#"$refused"}"
+    "$bin/dmlp-verify" "$OUT_DIR"
+    verify_status=$?
+  elif [[ $verify_status -eq 2 && -n "$failure" ]]; then
+    say "report: not written: ${failure#"$failed"}"
+    "$bin/dmlp-verify" "$OUT_DIR" >/dev/null 2>&1
+    verify_status=$?
+  else
+    report_written="$1"
+  fi
+}
+
 if [[ -d "$OUT_DIR" || $launch_status -eq 0 ]]; then
   # The page for people goes beside the run, never into it: OUT_DIR stays
   # exactly what the trainer wrote (/work/out/run-1 -> /work/out/run-1.report.html).
-  html=()
   report=""
   if out_abs="$(cd "$OUT_DIR" 2>/dev/null && pwd -P)" && [[ "$out_abs" != / ]]; then
     report="$out_abs.report.html"
-    html=("--html=$report")
   fi
-  "$bin/dmlp-verify" "${html[@]}" "$OUT_DIR"
-  verify_status=$?
-  if [[ -n "$report" && -f "$report" ]]; then say "report: $report"; fi
+  verify_run "$report"
+  if [[ -n "$report_written" && -f "$report_written" ]]; then say "report: $report_written"; fi
 else
   say "no $OUT_DIR to verify: the job stopped before creating it"
 fi

@@ -62,11 +62,30 @@ Result<std::string> ResolveExecutable(const std::string& command, const Environm
   return Status::Error(kCommandNotFound, command + ": not found in PATH");
 }
 
-std::string DefaultCommand() {
+Result<std::string> DefaultCommand(const std::string& argv0, const Environment& env,
+                                   const std::string& self_link) {
   std::error_code error;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return "dmlp-train";  // falls back to a PATH search
-  return (self.parent_path() / "dmlp-train").string();
+  std::filesystem::path self = std::filesystem::read_symlink(self_link, error);
+  const std::string unreadable = error.message();
+  if (error && !argv0.empty()) {
+    // As the shell found us: a name without '/' came from PATH.
+    Result<std::string> found = ResolveExecutable(argv0, env);
+    if (found.ok()) {
+      error.clear();
+      self = std::filesystem::canonical(*found, error);  // realpath(3): needs no /proc
+      if (error) {
+        self = *found;
+        error.clear();
+      }
+    }
+  }
+  if (error || self.empty())
+    return Status::Error(kCommandNotFound,
+                         std::string(kDefaultCommandName) + ": dmlp-launch cannot tell its own directory (" +
+                             self_link + ": " + unreadable + "; argv[0] '" + argv0 +
+                             "' is not found either); give the trainer as COMMAND: "
+                             "dmlp-launch [options] -- /path/to/" + kDefaultCommandName);
+  return (self.parent_path() / kDefaultCommandName).string();
 }
 
 }  // namespace dmlp

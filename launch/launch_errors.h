@@ -1,5 +1,6 @@
 // defines: kUsage, kOptionInvalid, kConfigInvalid, kCommandNotFound, kCommandNotExecutable,
 //          kLogDirFailed, kSpawnFailed, kInternal, kOutputWriteFailed, kOutOfMemory,
+//          kParentGone,
 //          kExitConfig, kExitInternal,
 //          kExitNotExecutable, kExitNotFound, ExitCodeForError
 //
@@ -24,6 +25,8 @@ inline constexpr char kInternal[] = "INTERNAL";
 // ranks ran on, lines after the failure were lost (--log-dir keeps them).
 inline constexpr char kOutputWriteFailed[] = "OUTPUT_WRITE_FAILED";
 inline constexpr char kOutOfMemory[] = "OUT_OF_MEMORY";  // an allocation failed (std::bad_alloc)
+// --stop-with-parent PID names a process that is not (or no longer) our parent.
+inline constexpr char kParentGone[] = "PARENT_GONE";
 
 inline constexpr int kExitConfig = 2;
 inline constexpr int kExitInternal = 125;

@@ -40,8 +40,15 @@ int Run(int argc, char** argv) {
     std::cout << *parsed->print_and_exit << std::flush;
     return 0;
   }
-  dmlp::Result<dmlp::LaunchConfig> config = dmlp::ResolveConfig(
-      parsed->options, dmlp::Environment::FromProcess(), dmlp::DefaultCommand());
+  const dmlp::Environment environment = dmlp::Environment::FromProcess();
+  std::string default_command;
+  if (parsed->options.command.empty()) {
+    dmlp::Result<std::string> beside_us = dmlp::DefaultCommand(argv[0] ? argv[0] : "", environment);
+    if (!beside_us.ok()) return Fail(beside_us.status());
+    default_command = *beside_us;
+  }
+  dmlp::Result<dmlp::LaunchConfig> config =
+      dmlp::ResolveConfig(parsed->options, environment, default_command);
   if (!config.ok()) return Fail(config.status());
   dmlp::FdConsole console(STDOUT_FILENO, STDERR_FILENO);
   dmlp::Result<dmlp::LaunchReport> report = dmlp::RunJob(*config, console);

@@ -99,7 +99,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   CLI::App app{kDescription, "dmlp-launch"};
   app.formatter(std::make_shared<UsageFormatter>());
   app.footer("Restarts, divergence, lost peers and signals: docs/reliability.md (in dmlp's sources).");
-  std::string nproc, log_dir, show_ranks;
+  std::string nproc, log_dir, show_ranks, stop_with_parent;
   app.add_option("--nproc", nproc, "World size (all nodes); default: NUM_PROCESSES")
       ->type_name("N");
   app.add_option("--grace", options.grace,
@@ -127,6 +127,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                  "Ranks whose output is shown on the console: 0,2-3, all (default) or none; "
                  "log files keep every rank")
       ->type_name("LIST");
+  app.add_option("--stop-with-parent", stop_with_parent,
+                 "PID of dmlp-launch's parent (a wrapper such as run.sh): when it dies, even "
+                 "by SIGKILL, the job is stopped as by SIGTERM instead of running on unwatched")
+      ->type_name("PID");
   app.set_version_flag("--version", VersionText("dmlp-launch"));
   // Everything from the first non-option word on belongs to COMMAND.
   app.prefix_command();
@@ -152,6 +156,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   if (app.count("--nproc") > 0) options.nproc = nproc;
   if (app.count("--log-dir") > 0) options.log_dir = log_dir;
   if (app.count("--show-ranks") > 0) options.show_ranks = show_ranks;
+  if (app.count("--stop-with-parent") > 0) options.stop_with_parent = stop_with_parent;
   return parsed;
 }
 
@@ -191,6 +196,11 @@ Result<LaunchConfig> ResolveConfig(const LaunchOptions& options, const Environme
                                                std::to_string(config.shown_ranks.MaxRankNamed()) +
                                                " but NUM_PROCESSES is " +
                                                std::to_string(world_size));
+  }
+  if (options.stop_with_parent) {
+    DMLP_ASSIGN_OR_RETURN(int64_t parent, OptionInteger("--stop-with-parent",
+                                                        *options.stop_with_parent, 1, INT32_MAX));
+    config.watched_parent = static_cast<pid_t>(parent);
   }
   if (options.log_dir) {
     if (options.log_dir->empty()) return Status::Error(kOptionInvalid, "--log-dir is empty");

@@ -8,6 +8,8 @@
 // as the rest of dmlp (no "0x10", "+3", "3abc").
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +31,7 @@ struct LaunchOptions {
   std::string nnodes = "1";            // --nnodes K: launchers (hosts) sharing the world
   std::string node_rank = "0";         // --node-rank J: which one this is, 0..K-1
   std::optional<std::string> show_ranks;  // --show-ranks LIST: ranks shown on the console
+  std::optional<std::string> stop_with_parent;  // --stop-with-parent PID: our parent's pid
   std::vector<std::string> command;       // COMMAND ARGS...; empty means dmlp-train beside us
 };
 
@@ -69,6 +72,9 @@ struct LaunchConfig {
   // 5); without it such a failure ends the launch (restart_policy.h says why).
   bool restart_on_divergence = false;
   std::string log_dir;  // empty: no log files
+  // --stop-with-parent: the parent whose death stops the job as a SIGTERM
+  // would (launch/parent_watch.h); 0 when not asked.
+  pid_t watched_parent = 0;
   RankFilter shown_ranks;
   std::vector<std::string> command;  // argv of every rank; command[0] as typed or the default
   Environment environment;           // what ranks inherit, before PROCESS_ID / LOCAL_RANK

@@ -15,6 +15,7 @@
 #include "common/std_streams.h"
 #include "launch/command_path.h"
 #include "launch/launch_errors.h"
+#include "launch/parent_watch.h"
 #include "launch/proc_stat.h"
 #include "launch/rank_process.h"
 
@@ -54,6 +55,8 @@ Status Supervisor::Prepare() {
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
+  // After the signalfd exists: the parent's death is then a SIGTERM the loop reads.
+  if (config_.watched_parent != 0) DMLP_RETURN_IF_ERROR(StopWithParent(config_.watched_parent));
   char host[256] = {};
   // Only for the summary's words about a divergence: a failure leaves "unknown".
   host_name_ = gethostname(host, sizeof(host) - 1) == 0 && host[0] != 0 ? host : "unknown";
@@ -198,9 +201,11 @@ void Supervisor::CloseStream(RankStream& stream) {
 Status Supervisor::HandleSignals() {
   DMLP_ASSIGN_OR_RETURN(std::vector<ReceivedSignal> pending, signals_->ReadPending());
   bool reap = false;
+  std::vector<pid_t> first_to_change;  // the children SIGCHLD named, in arrival order
   for (const ReceivedSignal& received : pending) {
     if (received.signal == SIGCHLD) {
       reap = true;
+      first_to_change.push_back(received.sender_pid);
     } else if (IsTerminationSignal(received.signal)) {
       OnLauncherSignal(received);
     } else if (received.signal == SIGTSTP) {
@@ -214,7 +219,7 @@ Status Supervisor::HandleSignals() {
                       std::to_string(groups.size()) + " rank process group(s)");
     }
   }
-  if (reap) ReapChildren();
+  if (reap) ReapChildren(first_to_change);
   return Status::Ok();
 }
 
@@ -227,7 +232,7 @@ void Supervisor::Suspend() {
   SignalRanks(SIGCONT, groups);
 }
 
-void Supervisor::ReapChildren() {
+void Supervisor::ReapChildren(const std::vector<pid_t>& first_to_change) {
   // Collect everything first: ranks that died in the same instant as the
   // first failure ended on their own, not from the teardown it starts.
   std::vector<std::pair<Rank*, ExitStatus>> ended;
@@ -243,6 +248,17 @@ void Supervisor::ReapChildren() {
     // Anything else is the watchdog or an orphan of a rank (we are its subreaper).
     if (rank != ranks_.end()) ended.emplace_back(&*rank, ExitStatus::FromWaitStatus(wait_status));
   }
+  // waitpid() hands out the dead oldest child first (rank 0 first), not in the
+  // order they died. When the launcher was slow to run (a loaded host, SIGSTOP),
+  // one call reaps a rank that failed first together with the peers it took
+  // down (a rank past `ulimit -f`, then a rank that lost it as a peer), and the
+  // peer would be named as the first failure. SIGCHLD is a standard signal: one
+  // pending record, made by the first child to change since the last read, so
+  // the rank it names died before every other one reaped here.
+  std::stable_partition(ended.begin(), ended.end(), [&first_to_change](const auto& entry) {
+    return std::find(first_to_change.begin(), first_to_change.end(), entry.first->report.pid) !=
+           first_to_change.end();
+  });
   for (auto& [rank, status] : ended) OnRankExit(*rank, status, now);
 }
 
@@ -294,6 +310,8 @@ void Supervisor::OnLauncherSignal(const ReceivedSignal& received) {
     signal_sender_ = received.sender_pid;
     std::string from =
         received.sender_pid > 0 ? " from pid " + std::to_string(received.sender_pid) : "";
+    if (IsParentDeath(received.signal, received.sender_pid, config_.watched_parent))
+      from = " (the parent-death signal: pid " + std::to_string(received.sender_pid) + " died)";
     console_.Notice("received " + name + from + "; send it again to kill at once");
     // SIGALRM (a wrapper's alarm) asks the launcher to end; the ranks get the
     // SIGTERM they clean up after, not an alarm they have no use for.

@@ -6,7 +6,8 @@
 // The loop waits in epoll on a signalfd (SIGCHLD, the launcher's own signals)
 // and on every rank's stdout/stderr pipe. A SIGCHLD is answered by reaping
 // with waitpid(WNOHANG) until nothing is left, stamped with CLOCK_MONOTONIC,
-// so the first failure is known exactly when it happens. The only timer is the
+// so the first failure is known exactly when it happens; of the ranks reaped
+// together, the one the SIGCHLD record names died first and is handled first. The only timer is the
 // teardown deadline (--grace, then a bounded wait after SIGKILL, then a
 // bounded drain of the pipes); while no rank has failed there is no timeout
 // at all, so a job frozen with SIGSTOP for hours and continued is unaffected.
@@ -93,7 +94,7 @@ class Supervisor {
   Status HandleSignals();
   void OnLauncherSignal(const ReceivedSignal& received);
   void Suspend();
-  void ReapChildren();
+  void ReapChildren(const std::vector<pid_t>& first_to_change);
   void OnRankExit(Rank& rank, ExitStatus status, Clock::time_point when);
   void ShowHiddenTail(const Rank& rank);
   void BeginStop(int signal);

@@ -11,9 +11,11 @@
 #
 # Any variable of the job already set in the environment wins (for example
 # `STEPS=100 tools/main-job.sh`, or PLATFORM=cpu on a GPU machine).
-# OUT_DIR defaults to out/main-job-<UTC time> in the repository.
+# OUT_DIR defaults to out/main-job-<UTC time>-<pid> in the repository.
 # DMLP_BIN_DIR=DIR uses the programs in DIR instead of building them (tests).
-# Exit status: run.sh's (0: the job ran and dmlp-verify said PASS).
+# Exit status: run.sh's (0: the job ran and dmlp-verify said PASS). The verdict
+# line is this run's: after a failed run.sh into an OUT_DIR the caller named it
+# says "not shown", since that directory may hold another job's run.
 set -euo pipefail
 start_dir="$PWD"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,7 +55,14 @@ else
   : "${NUM_PROCESSES:=2}" "${DATA_SHARDS:=$NUM_PROCESSES}" "${COORDINATOR_PORT:=12355}"
   : "${HEARTBEAT_TIMEOUT_SECONDS:=120}"
 fi
-: "${OUT_DIR:=$repo/out/main-job-$(date -u +%Y%m%dT%H%M%SZ)}"
+# The default is this run's alone: two main-jobs started in the same second
+# differ by pid (no two live processes share one), so neither writes into, nor
+# reports, the other's run.
+out_dir_is_ours=0
+if [[ -z "${OUT_DIR:-}" ]]; then
+  OUT_DIR="$repo/out/main-job-$(date -u +%Y%m%dT%H%M%SZ)-$$"
+  out_dir_is_ours=1
+fi
 [[ "$OUT_DIR" == /* ]] || OUT_DIR="$start_dir/$OUT_DIR"
 export PLATFORM STEPS SEED LEARNING_RATE BATCH MICROBATCHES FEATURES WIDTH LAYERS CLASSES \
   NUM_PROCESSES DATA_SHARDS COORDINATOR_PORT HEARTBEAT_TIMEOUT_SECONDS OUT_DIR
@@ -77,9 +86,17 @@ say "PLATFORM=$PLATFORM NUM_PROCESSES=$NUM_PROCESSES DATA_SHARDS=$DATA_SHARDS ST
 status=0
 PATH="$bin:$PATH" ./run.sh || status=$?
 
-verdict="$("$bin/dmlp-verify" "$OUT_DIR" 2>/dev/null | tail -n 1)" || true
+# Only this run's verdict is printed. After a failed run.sh, an OUT_DIR the
+# caller named may hold another job's run (one that held dmlp.lock, or had
+# completed there), and dmlp-verify's verdict would be that job's.
+if [[ $status -eq 0 || $out_dir_is_ours -eq 1 ]]; then
+  verdict="$("$bin/dmlp-verify" "$OUT_DIR" 2>/dev/null | tail -n 1)" || true
+  verdict="${verdict:-none}"
+else
+  verdict="not shown: run.sh failed, and OUT_DIR, which you named, may hold another job's run"
+fi
 echo
 echo "main-job: run directory: $OUT_DIR"
-echo "main-job: verdict: ${verdict:-none} (run.sh exit status $status)"
+echo "main-job: verdict: $verdict (run.sh exit status $status)"
 echo "main-job: check it again with: $bin/dmlp-verify $OUT_DIR"
 exit "$status"

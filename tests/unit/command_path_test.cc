@@ -56,7 +56,30 @@ TEST_F(CommandPathTest, DirectoriesAndMissingNames) {
 
 TEST(DefaultCommand, IsBesideThisExecutable) {
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
-  EXPECT_EQ(DefaultCommand(), (self.parent_path() / "dmlp-train").string());
+  EXPECT_EQ(DefaultCommand("argv0-is-not-needed", Environment(Environment::Map{})).value(),
+            (self.parent_path() / "dmlp-train").string());
+}
+
+// Without /proc (a container or chroot that lacks it) the directory comes from argv[0].
+TEST_F(CommandPathTest, WithoutProcTheDirectoryComesFromArgv0) {
+  const std::string no_proc = dir_ + "/proc-self-exe-is-absent";
+  const std::string real_dir = std::filesystem::canonical(dir_).string();
+  EXPECT_EQ(DefaultCommand(dir_ + "/b/tool", Path(), no_proc).value(), real_dir + "/b/dmlp-train");
+  // A bare name was found in PATH by the shell: the same search finds it again
+  // (a/tool is not executable, so the shell could not have run it).
+  EXPECT_EQ(DefaultCommand("tool", Path(), no_proc).value(), real_dir + "/b/dmlp-train");
+  // A link to the launcher: the trainer is beside the file it links to, as /proc/self/exe says.
+  std::filesystem::create_symlink(dir_ + "/b/tool", dir_ + "/a/link-to-tool");
+  EXPECT_EQ(DefaultCommand(dir_ + "/a/link-to-tool", Path(), no_proc).value(),
+            real_dir + "/b/dmlp-train");
+}
+
+TEST_F(CommandPathTest, WithoutProcOrArgv0TheErrorNamesTheWayOut) {
+  const std::string no_proc = dir_ + "/proc-self-exe-is-absent";
+  EXPECT_EQ(DefaultCommand("dmlp-launch-nowhere", Path(), no_proc).status().ToString(),
+            "COMMAND_NOT_FOUND: dmlp-train: dmlp-launch cannot tell its own directory (" + no_proc +
+                ": No such file or directory; argv[0] 'dmlp-launch-nowhere' is not found either); "
+                "give the trainer as COMMAND: dmlp-launch [options] -- /path/to/dmlp-train");
 }
 
 }  // namespace

@@ -186,6 +186,19 @@ TEST(LaunchOptions, NodesSplitTheWorld) {
   EXPECT_EQ(ErrorOf({"--nproc", "8000", "--nnodes", "2"}), "OK");
 }
 
+TEST(LaunchOptions, StopWithParentIsAStrictPid) {
+  Result<LaunchConfig> none = Resolve({});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->watched_parent, 0);
+  Result<LaunchConfig> given = Resolve({"--stop-with-parent", "4242", "--", "true"});
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(given->watched_parent, 4242);
+  EXPECT_EQ(given->command, std::vector<std::string>{"true"});
+  EXPECT_EQ(ErrorOf({"--stop-with-parent", "0"}), "OPTION_INVALID: --stop-with-parent='0' must be >= 1");
+  EXPECT_EQ(ErrorOf({"--stop-with-parent", "12x"}),
+            "OPTION_INVALID: --stop-with-parent='12x' is not an integer");
+}
+
 TEST(RankFilter, ParsesListsAndRanges) {
   Result<RankFilter> filter = ParseRankFilter("0,2-3,7");
   ASSERT_TRUE(filter.ok());
@@ -211,6 +224,7 @@ TEST(LaunchErrors, ExitCodes) {
   EXPECT_EQ(ExitCodeForError(Status::Error(kCommandNotExecutable, "x")), 126);
   EXPECT_EQ(ExitCodeForError(Status::Error(kSpawnFailed, "x")), 125);
   EXPECT_EQ(ExitCodeForError(Status::Error(kInternal, "x")), 125);
+  EXPECT_EQ(ExitCodeForError(Status::Error(kParentGone, "x")), 125);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ Environment: DMLP_BIN_DIR (the programs), DMLP_SOURCE_DIR (the repository),
 DMLP_BUILD_DIR and DMLP_CMAKE (for cmake --install).
 """
 
+import fcntl
 import json
 import os
 import re
@@ -63,6 +64,46 @@ def write_script(path, text):
 def run(args, env, timeout=120, cwd=None):
     return subprocess.run([str(a) for a in args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def descendants(pid):
+    """{pid: start time} of every process below `pid`, from /proc (by pid, never by name)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = (int(fields[1]), fields[19])
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, started) in parents.items():
+            if ppid == parent and child not in found:
+                found[child] = started
+                frontier.append(child)
+    return found
+
+
+def still_running(procs):
+    """Those of `procs` ({pid: start time}) that are the same process, alive (not a zombie)."""
+    running = []
+    for pid, started in procs.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[19] == started and fields[0] not in ("Z", "X"):
+            running.append(pid)
+    return running
+
+
+def kill_all(procs):
+    for pid in still_running(procs):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 class ScratchCase(unittest.TestCase):
@@ -223,6 +264,98 @@ class RunSh(ScratchCase):
         self.assertEqual(out.rstrip().splitlines()[-1], "INCOMPLETE")
         self.assertIn("run.sh: dmlp-launch exited with status 143 (dmlp-verify: 3)", err)
 
+    def test_sigkill_of_run_sh_ends_the_job_and_leaves_it_resumable(self):
+        # Only the first METRIC line is read before the kill: the pipes (this
+        # test's, the launcher's) then fill and hold the job back long before
+        # its 3000th step, however fast this machine is.
+        settings = {"STEPS": "3000", "CHECKPOINT_EVERY": "100"}
+        out_dir = self.scratch / "run"
+        job_procs = {}
+        with subprocess.Popen([str(RUN_SH)], env=self.job_env(**settings), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True) as job:
+            try:
+                self.assertIn("METRIC step=1", job.stdout.readline())
+                job_procs = descendants(job.pid)  # dmlp-launch, its ranks, its watchdog
+                self.assertGreaterEqual(len(job_procs), 3, job_procs)
+                job.kill()  # SIGKILL, by pid
+                # The launcher shares run.sh's pipes: they close when it has ended.
+                _, err = job.communicate(timeout=60)
+            finally:
+                if job.poll() is None:
+                    job.kill()
+                kill_all(job_procs)
+        self.assertEqual(job.returncode, -signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while still_running(job_procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(still_running(job_procs), [], "the launcher and its ranks are gone")
+        self.assertIn(f"dmlp-launch: received SIGTERM (the parent-death signal: pid {job.pid} died)", err)
+        lock = out_dir / "dmlp.lock"
+        if lock.exists():  # left by a stopped job, it must not be held
+            with open(lock) as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        verdict = run([BIN / "dmlp-verify", out_dir], clean_env())
+        self.assertEqual((verdict.returncode, verdict.stdout.rstrip().splitlines()[-1]), (3, "INCOMPLETE"),
+                         verdict.stdout + verdict.stderr)
+        resumed = run([RUN_SH], self.job_env(RESUME="1", **settings))
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(resumed.stdout.rstrip().splitlines()[-1], "PASS")
+        whole = run([RUN_SH], self.job_env(out="whole", **settings))
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        against = run([BIN / "dmlp-verify", "--against", self.scratch / "whole", out_dir], clean_env())
+        self.assertEqual(against.returncode, 0, against.stdout + against.stderr)
+        for name in ("rank-0.jsonl", "rank-1.jsonl", "metrics.jsonl", "state.safetensors"):
+            self.assertEqual((out_dir / name).read_bytes(), (self.scratch / "whole" / name).read_bytes(), name)
+
+    def test_a_refused_report_path_costs_the_report_not_the_verdict(self):
+        scratch = self.scratch.resolve()
+        (scratch / "kept.txt").write_text("someone's notes\n")
+        planted = {
+            "a stale file": lambda path: path.write_text("someone's notes\n"),
+            "a link to a file": lambda path: path.symlink_to(scratch / "kept.txt"),
+            "a link to nowhere": lambda path: path.symlink_to(scratch / "nowhere"),
+            "a directory": lambda path: path.mkdir(),
+        }
+        for number, (what, plant) in enumerate(planted.items()):
+            with self.subTest(what=what):
+                report = scratch / f"run-{number}.report.html"
+                plant(report)
+                done = run([RUN_SH], self.job_env(out=f"run-{number}"))
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")
+                self.assertIn("run.sh: job complete and verified", done.stderr)
+                self.assertRegex(done.stderr, rf"run\.sh: report: not written: {re.escape(str(report))} "
+                                              r"(exists and is not|is a [a-z ]+, not) a report dmlp-verify wrote; "
+                                              r"it is never replaced\n")
+                self.assertNotIn("USAGE_ERROR", done.stderr)
+                self.assertNotIn(f"run.sh: report: {report}\n", done.stderr)
+        # Nothing was written through or over what was there.
+        self.assertEqual((scratch / "run-0.report.html").read_text(), "someone's notes\n")
+        self.assertEqual((scratch / "kept.txt").read_text(), "someone's notes\n")
+        self.assertTrue((scratch / "run-1.report.html").is_symlink())
+        self.assertFalse((scratch / "nowhere").exists())
+        self.assertEqual(list((scratch / "run-3.report.html").iterdir()), [])
+
+    def test_a_report_that_cannot_be_written_costs_the_report_not_the_verdict(self):
+        # dmlp-verify printed its verdict, then could not write the page (a full
+        # disk; a stand-in says so, as root would write anywhere else).
+        programs = self.scratch / "programs"
+        programs.mkdir()
+        for name in ("dmlp-launch", "dmlp-train"):
+            (programs / name).symlink_to(BIN / name)
+        write_script(programs / "dmlp-verify",
+                     'case "$1" in --html=*) report=${1#--html=}; shift; "%s" "$@"\n'
+                     '  echo "dmlp-verify: error: IO_ERROR: create $report.tmp-$$: No space left on device" >&2\n'
+                     '  exit 2 ;;\nesac\nexec "%s" "$@"\n' % (BIN / "dmlp-verify", BIN / "dmlp-verify"))
+        done = run([RUN_SH], self.job_env(path_first=(programs,)))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines().count("PASS"), 1, done.stdout)  # printed once
+        report = self.scratch.resolve() / "run.report.html"
+        self.assertRegex(done.stderr, rf"run\.sh: report: not written: create {re.escape(str(report))}\.tmp-\d+: "
+                                      r"No space left on device\n")
+        self.assertNotIn("IO_ERROR", done.stderr)
+        self.assertIn("run.sh: job complete and verified", done.stderr)
+
 
 class InstalledLayout(ScratchCase):
     """The Docker image's last stage on the CPU: `cmake --install` into a prefix,
@@ -282,6 +415,47 @@ class MainJob(ScratchCase):
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("main-job: verdict: ", done.stdout)
         self.assertIn("(run.sh exit status 2)", done.stdout)
+
+    def test_two_started_in_the_same_second_get_two_run_directories(self):
+        # A copy of the repository, so the default OUT_DIR (out/ beside the
+        # script) lands in the scratch directory; `date` answers one second for both.
+        repo = self.scratch / "repo"
+        (repo / "tools").mkdir(parents=True)
+        for name in ("run.sh", "spec.json", "tools/main-job.sh", "tools/install-deps.sh"):
+            (repo / name).write_bytes((SOURCE / name).read_bytes())
+            (repo / name).chmod(0o755)
+        fakes = self.scratch / "fakes"
+        fakes.mkdir()
+        write_script(fakes / "date", "echo 20261206T074500Z\n")
+        write_script(fakes / "nvidia-smi", "exit 9\n")
+        jobs = [subprocess.Popen(["bash", str(repo / "tools" / "main-job.sh")], cwd=self.scratch,
+                                 env=clean_env((fakes,), DMLP_BIN_DIR=BIN, STEPS="3", COORDINATOR_PORT=free_port()),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        outcomes = [(*job.communicate(timeout=300), job.returncode) for job in jobs]
+        directories = set()
+        for out, err, status in outcomes:
+            self.assertEqual(status, 0, out + err)
+            self.assertIn("main-job: verdict: PASS (run.sh exit status 0)", out)
+            directory = Path(re.search(r"^main-job: run directory: (.*)$", out, re.M).group(1))
+            self.assertEqual(directory.parent, repo / "out")
+            self.assertTrue(directory.name.startswith("main-job-20261206T074500Z"), directory)
+            self.assert_complete_run(directory, 2)
+            directories.add(directory)
+        self.assertEqual(len(directories), 2, "one run directory each")
+
+    def test_a_run_refused_by_another_jobs_directory_shows_no_verdict(self):
+        first = self.main_job(PLATFORM="cpu", STEPS="3")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn("main-job: verdict: PASS (run.sh exit status 0)", first.stdout)
+        # The same OUT_DIR again: the directory holds the first job's complete
+        # run, whose PASS is not this (refused) run's verdict.
+        again = self.main_job(PLATFORM="cpu", STEPS="3")
+        self.assertEqual(again.returncode, 1, again.stderr)
+        self.assertIn("OUTPUT_ALREADY_COMPLETE", again.stdout + again.stderr)
+        self.assertIn("main-job: verdict: not shown: run.sh failed, and OUT_DIR, which you named, may hold "
+                      "another job's run (run.sh exit status 1)", again.stdout)
+        self.assertNotIn("main-job: verdict: PASS", again.stdout)
 
     def test_with_gpus_the_job_gets_the_spec_environment(self):
         # Stand-ins: nvidia-smi lists 3 GPUs, ldd says the programs have CUDA,

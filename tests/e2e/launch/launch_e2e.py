@@ -34,6 +34,7 @@ CASES = {}
 RUN_LIMIT = 30.0        # one launcher run
 READY_LIMIT = 15.0      # ranks writing their pid files
 DEAD_LIMIT = 10.0       # processes gone after the launcher ended
+SKIP_CODE = 77          # ctest's SKIP_RETURN_CODE (launch.cmake)
 
 
 def case(function):
@@ -43,6 +44,10 @@ def case(function):
 
 class Failure(Exception):
     pass
+
+
+class Skip(Exception):
+    """A case this machine cannot run (never raised in CI for what CI has)."""
 
 
 def check(condition, message, run=None):
@@ -444,6 +449,48 @@ def launcher_sigkill_leaves_no_rank(tmp):
 
 
 @case
+def parent_death_stops_the_job_as_sigterm(tmp):
+    # A wrapper (run.sh) that dies by SIGKILL cannot pass anything on: with
+    # --stop-with-parent its death reaches the launcher as SIGTERM, and the job
+    # ends as after a user's SIGTERM instead of running on unwatched.
+    wrapper = ('"$0" --grace 5 --stop-with-parent $$ "$1" & echo $! > "$STAND_IN_DIR/launcher.tmp"; '
+               'mv "$STAND_IN_DIR/launcher.tmp" "$STAND_IN_DIR/launcher.pid"; wait')
+    env = stand_in_env(tmp, 2, STAND_IN_BACKGROUND=1)
+    parent = Launcher(["-c", wrapper, LAUNCHER, STAND_IN], env, launcher="/bin/sh")
+    ranks = wait_for_ranks(tmp, 2)
+    children = wait_for_ranks(tmp, 2, "bg-")
+    with open(os.path.join(tmp, "launcher.pid")) as f:
+        launcher = Proc(int(f.read()), "dmlp-launch")
+    check(launcher.alive(), "the launcher runs under the wrapper")
+    parent.send(signal.SIGKILL)
+    assert_all_dead([launcher])  # without the parent-death signal it would wait for its ranks' 60 s
+    run = parent.finish()
+    check(run.rc == -signal.SIGKILL, "the wrapper was SIGKILLed", run)
+    check("dmlp-launch: received SIGTERM (the parent-death signal: pid %d died); send it again to kill at once"
+          % parent.proc.pid in run.err_lines(), "the launcher says why it stops", run)
+    for r, proc in ranks.items():
+        want = "dmlp-launch:   rank %d (pid %d): torn down by SIGTERM (killed by signal SIGTERM)" % (r, proc.pid)
+        check(any(l.startswith(want) for l in run.err_lines()), "rank %d got SIGTERM" % r, run)
+    check(any(l.startswith("dmlp-launch: stopped by SIGTERM") for l in run.err_lines()), "summary", run)
+    assert_all_dead([launcher] + list(ranks.values()) + list(children.values()))
+
+
+@case
+def stop_with_parent_refuses_a_pid_that_is_not_the_parent(tmp):
+    # The parent may die before the launcher arms the signal: then its pid no
+    # longer names the launcher's parent, and no rank is started.
+    grandparent = os.getppid()  # alive, and surely not the launcher's parent
+    run = launch(["--stop-with-parent", str(grandparent), STAND_IN], stand_in_env(tmp, 2))
+    check(run.rc == 125 and run.out == "" and run.err ==
+          "dmlp-launch: error: PARENT_GONE: --stop-with-parent %d is not dmlp-launch's parent (that is pid %d); "
+          "it died before the job started, or the pid is wrong\n" % (grandparent, os.getpid()), "PARENT_GONE", run)
+    check(not read_pid_files(tmp, "rank-"), "no rank was started")
+    run = launch(["--stop-with-parent", "x", "true"], base_env(NUM_PROCESSES=1))
+    check(run.rc == 2 and run.err == "dmlp-launch: error: OPTION_INVALID: --stop-with-parent='x' is not an integer\n",
+          "the pid is a strict number", run)
+
+
+@case
 def sigusr_is_forwarded_only(tmp):
     script = ('trap \'echo "got USR1"; exit 0\' USR1; echo $$ > "$STAND_IN_DIR/rank-$PROCESS_ID.tmp"; '
               'mv "$STAND_IN_DIR/rank-$PROCESS_ID.tmp" "$STAND_IN_DIR/rank-$PROCESS_ID.pid"; '
@@ -520,19 +567,29 @@ def command_not_found_or_not_executable(tmp):
               "exit %d with %r" % (rc, message), run)
 
 
-@case
-def default_command_beside_launcher(tmp):
+def install_launcher(tmp):
+    """A copy of the launcher in TMP/bin, as an installation has it; returns (bin, copy)."""
     install = os.path.join(tmp, "bin")
     os.mkdir(install)
     copy = os.path.join(install, "dmlp-launch")
     shutil.copy2(LAUNCHER, copy)
+    return install, copy
+
+
+def install_stand_in_trainer(install, script):
+    trainer = os.path.join(install, "dmlp-train")
+    with open(trainer, "w") as f:
+        f.write("#!/bin/sh\n" + script + "\n")
+    os.chmod(trainer, 0o755)
+
+
+@case
+def default_command_beside_launcher(tmp):
+    install, copy = install_launcher(tmp)
     run = launch([], base_env(NUM_PROCESSES=1), launcher=copy)
     check(run.rc == 127 and run.err == "dmlp-launch: error: COMMAND_NOT_FOUND: %s/dmlp-train: "
           "No such file or directory\n" % install, "no dmlp-train beside it -> 127", run)
-    trainer = os.path.join(install, "dmlp-train")
-    with open(trainer, "w") as f:
-        f.write('#!/bin/sh\necho "stand-in trainer $PROCESS_ID $*"\n')
-    os.chmod(trainer, 0o755)
+    install_stand_in_trainer(install, 'echo "stand-in trainer $PROCESS_ID $*"')
     run = launch([], base_env(NUM_PROCESSES=2), launcher=copy)
     check(run.rc == 0 and sorted(run.out.splitlines()) == ["[rank 0] stand-in trainer 0 ", "[rank 1] stand-in trainer 1 "],
           "runs the dmlp-train installed beside dmlp-launch", run)
@@ -709,6 +766,74 @@ def output_past_file_size_limit_keeps_a_failed_rank_code(tmp):
     check(any(l.startswith("dmlp-launch: RANK_EXIT_NONZERO: rank=1 ") for l in run.err_lines()),
           "the failure is reported", run)
     check("dmlp-launch: error: OUTPUT_WRITE_FAILED: stdout: File too large" in run.err, "and the write error", run)
+
+
+def zombie(proc):
+    return process_state(proc) == "Z"
+
+
+@case
+def first_failure_is_the_first_to_die_when_reaped_together(tmp):
+    # Rank 1 dies of SIGXFSZ (past `ulimit -f`), then rank 0 fails as its
+    # peer would; the launcher is stopped meanwhile, as a loaded host may keep
+    # it from running, so one wakeup reaps both. waitpid() hands out rank 0
+    # first (the older child): the first to die must still be the one named.
+    script = ('d=$STAND_IN_DIR; r=$PROCESS_ID; echo $$ > "$d/rank-$r.tmp"; mv "$d/rank-$r.tmp" "$d/rank-$r.pid"; '
+              'n=0; while [ ! -e "$d/go-$r" ] && [ $n -lt 2000 ]; do sleep 0.01; n=$((n+1)); done; '
+              'if [ "$r" = 1 ]; then ulimit -f 1; printf "%8192s" x > "$d/past-the-limit"; exit 99; fi; '
+              'echo "rank 0 lost its peer" >&2; exit 3')
+    launcher = Launcher(["--", "sh", "-c", script], stand_in_env(tmp, 2))
+    ranks = wait_for_ranks(tmp, 2)
+    launcher.send(signal.SIGSTOP)
+    try:
+        wait_until(lambda: process_state(launcher.me) == "T", READY_LIMIT, "the launcher to stop")
+        for r in (1, 0):
+            with open(os.path.join(tmp, "go-%d" % r), "w"):
+                pass
+            wait_until(lambda: zombie(ranks[r]), READY_LIMIT, "rank %d to end" % r)
+    finally:
+        launcher.send(signal.SIGCONT)
+    run = launcher.finish()
+    check(run.rc == 128 + signal.SIGXFSZ, "the exit code is rank 1's (128+SIGXFSZ)", run)
+    check("dmlp-launch: RANK_EXIT_NONZERO: rank=1 pid=%d signal=SIGXFSZ" % ranks[1].pid in run.err_lines(),
+          "rank 1 is the failure", run)
+    check(not any("RANK_EXIT_NONZERO: rank=0" in l for l in run.err_lines()), "rank 0 is not", run)
+    check(len(summary_line(run, "rank 1 failed first: killed by signal SIGXFSZ")) == 1, "summary", run)
+
+
+def without_proc(command, env):
+    """Runs `command` in a mount namespace where /proc is an empty tmpfs."""
+    usable = subprocess.run(["unshare", "--mount", "--fork", "true"], capture_output=True, text=True)
+    if usable.returncode != 0:
+        why = "unshare --mount fails here: %s" % usable.stderr.strip()
+        # CI runs as root: a skip there would hide the case.
+        if os.environ.get("CI"):
+            raise Failure(why)
+        raise Skip(why)
+    script = 'mount -t tmpfs none /proc && exec "$@"'
+    done = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script, "sh"] + command, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_LIMIT)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+@case
+def default_command_is_found_without_proc(tmp):
+    # No /proc (a chroot, a container that lacks it): /proc/self/exe cannot say
+    # where dmlp-launch is, argv[0] can.
+    install, copy = install_launcher(tmp)
+    install_stand_in_trainer(install, 'echo "stand-in trainer $PROCESS_ID"')
+    expected = ["[rank 0] stand-in trainer 0", "[rank 1] stand-in trainer 1"]
+    by_path = without_proc([copy], base_env(NUM_PROCESSES=2))
+    check(by_path.rc == 0 and sorted(by_path.out.splitlines()) == expected, "started by its path", by_path)
+    env = base_env(NUM_PROCESSES=2)
+    env["PATH"] = install + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    by_name = without_proc(["dmlp-launch"], env)
+    check(by_name.rc == 0 and sorted(by_name.out.splitlines()) == expected, "started by its name in PATH", by_name)
+    lost = without_proc(["bash", "-c", 'exec -a dmlp-launch-elsewhere "$0"', copy], base_env(NUM_PROCESSES=2))
+    check(lost.rc == 127 and lost.err ==
+          "dmlp-launch: error: COMMAND_NOT_FOUND: dmlp-train: dmlp-launch cannot tell its own directory "
+          "(/proc/self/exe: No such file or directory; argv[0] 'dmlp-launch-elsewhere' is not found either); "
+          "give the trainer as COMMAND: dmlp-launch [options] -- /path/to/dmlp-train\n", "the way out is named", lost)
 
 
 @case
@@ -1080,6 +1205,9 @@ def run_case(name):
         CASES[name](tmp)
         print("PASS %s" % name)
         return True
+    except Skip as skip:
+        print("SKIP %s: %s" % (name, skip))
+        return None
     except Exception:  # report every kind of failure the same way
         print("FAIL %s" % name)
         traceback.print_exc(file=sys.stdout)
@@ -1108,7 +1236,9 @@ def main():
     if unknown or not names:
         parser.error("unknown or no cases: %s" % unknown)
     results = [run_case(n) for n in names]
-    return 0 if all(results) else 1
+    if any(result is False for result in results):
+        return 1
+    return SKIP_CODE if all(result is None for result in results) else 0
 
 
 if __name__ == "__main__":
