@@ -8,9 +8,9 @@
 #   4. dmlp-launch (NUM_PROCESSES ranks of dmlp-train, OUT_DIR);
 #   5. dmlp-verify "$OUT_DIR", with its HTML report written beside the run
 #      directory as "$OUT_DIR.report.html" (path printed as `run.sh: report: PATH`;
-#      a path dmlp-verify refuses, or a page it cannot write, is
-#      `run.sh: report: not written: ...`, and the verdict and exit status are
-#      the run's all the same).
+#      a path dmlp-verify refuses, or a page it cannot write, is its warning
+#      `--html-optional: no report written: ...`, and the verdict and exit
+#      status are the run's all the same).
 # Exit status: 0 when the job ran and dmlp-verify says PASS; 2 for a bad
 # environment; otherwise the status of the first step that failed (nvidia-smi,
 # the build, dmlp-launch, dmlp-verify). dmlp-verify runs even after a failed
@@ -119,55 +119,28 @@ done
 trap - INT TERM HUP
 
 # ---- 5. verification --------------------------------------------------------------
-# verify_run [REPORT]: dmlp-verify "$OUT_DIR", its HTML report at REPORT when
-# given; sets verify_status, and report_written when the report was written.
-# The report is an extra: a path dmlp-verify refuses (a stale file that is not
-# its report, a link, a directory) or a page it cannot write costs the report
-# only. That is said, nothing is written there, and the verdict and exit
-# status stay the run's.
+# The report is an extra (dmlp-verify --html-optional): a path dmlp-verify
+# refuses (a stale file that is not its report, a link, a directory) or a page
+# it cannot write costs the page only. dmlp-verify says so, writes nothing
+# there, and the verdict and exit status stay the run's. A page written is a
+# new file renamed into place (report_file.h), so a new inode tells it apart
+# from whatever was there before.
 verify_status=0
-report_written=""
-verify_run() {
-  local errors
-  if [[ -z "${1:-}" ]] || ! errors="$(mktemp)"; then
-    "$bin/dmlp-verify" ${1:+"--html=$1"} "$OUT_DIR"
-    verify_status=$?
-    return
-  fi
-  "$bin/dmlp-verify" "--html=$1" "$OUT_DIR" 2>"$errors"
-  verify_status=$?
-  # dmlp-verify's error lines (verify/report_file.h words them). Refused before
-  # verifying: verify without the report. Failed while writing it (a full
-  # disk, a link that took its name meanwhile), after the verdict was printed:
-  # verify again, quietly, for the verdict's exit status.
-  local refused="dmlp-verify: error: USAGE_ERROR: --html=$1 " failed="dmlp-verify: error: IO_ERROR: "
-  local refusal failure
-  refusal="$(grep -F -- "$refused" "$errors" | head -n 1)"
-  failure="$(grep -F -- "$failed" "$errors" | grep -F -- "$1" | head -n 1)"
-  [[ $verify_status -eq 2 && -n "$refusal$failure" ]] || cat "$errors" >&2
-  rm -f "$errors"
-  if [[ $verify_status -eq 2 && -n "$refusal" ]]; then
-    say "report: not written: $1 ${refusal#"$refused"}"
-    "$bin/dmlp-verify" "$OUT_DIR"
-    verify_status=$?
-  elif [[ $verify_status -eq 2 && -n "$failure" ]]; then
-    say "report: not written: ${failure#"$failed"}"
-    "$bin/dmlp-verify" "$OUT_DIR" >/dev/null 2>&1
-    verify_status=$?
-  else
-    report_written="$1"
-  fi
-}
-
 if [[ -d "$OUT_DIR" || $launch_status -eq 0 ]]; then
   # The page for people goes beside the run, never into it: OUT_DIR stays
   # exactly what the trainer wrote (/work/out/run-1 -> /work/out/run-1.report.html).
-  report=""
   if out_abs="$(cd "$OUT_DIR" 2>/dev/null && pwd -P)" && [[ "$out_abs" != / ]]; then
     report="$out_abs.report.html"
+    before="$(stat -c %i -- "$report" 2>/dev/null)"
+    "$bin/dmlp-verify" "--html=$report" --html-optional "$OUT_DIR"
+    verify_status=$?
+    if [[ -f "$report" && ! -L "$report" && "$(stat -c %i -- "$report")" != "$before" ]]; then
+      say "report: $report"
+    fi
+  else
+    "$bin/dmlp-verify" "$OUT_DIR"
+    verify_status=$?
   fi
-  verify_run "$report"
-  if [[ -n "$report_written" && -f "$report_written" ]]; then say "report: $report_written"; fi
 else
   say "no $OUT_DIR to verify: the job stopped before creating it"
 fi

@@ -5,11 +5,14 @@
 // went away (EPIPE: `| head`) and a stream the caller closed (`>&-`, which
 // PrepareStandardStreams points at /dev/null) chose not to read; a report
 // lost on its way to a reader (ENOSPC on /dev/full or a full disk, EIO, EFBIG)
-// is trouble: exit 2, IO_ERROR. So is a --json=FILE or --html=FILE not written.
+// is trouble: exit 2, IO_ERROR. So is a --json=FILE or --html=FILE not written,
+// except a page asked for with --html-optional: it is an extra, and one refused
+// or not written costs a warning and the page, never the verdict.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,6 +43,11 @@ dmlp::Status Emit(std::FILE* stream, std::string_view text) {
                                              std::strerror(error));
 }
 
+// Under --html-optional: says why the page is not there, on stderr.
+void WarnPageNotWritten(const dmlp::Status& status) {
+  std::fprintf(stderr, "dmlp-verify: warning: --html-optional: no report written: %s\n", status.detail().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +65,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (dmlp::Status placement = CheckReportPlacement(command); !placement.ok()) return Fail(placement);
+  std::optional<std::string> html_path = command.html_path;
+  if (html_path && command.html_optional) {
+    if (dmlp::Status target = CheckHtmlTarget(command); !target.ok()) {
+      WarnPageNotWritten(target);
+      html_path.reset();
+    }
+  }
   const bool json_to_stdout = command.json_path && *command.json_path == "-";
   std::FILE* human = json_to_stdout ? stderr : stdout;
 
@@ -77,10 +92,13 @@ int main(int argc, char** argv) {
     Fail(report.status());
     document = ErrorReportToJson(command.verify, report.status());
   }
-  if (command.html_path) {
+  if (html_path) {
     const std::string page = report.ok() ? FormatHtmlReport(*report)
                                          : FormatHtmlErrorReport(command.verify, report.status());
-    if (dmlp::Status written = WriteReportFile(*command.html_path, page); !written.ok()) return Fail(written);
+    if (dmlp::Status written = WriteReportFile(*html_path, page); !written.ok()) {
+      if (!command.html_optional) return Fail(written);
+      WarnPageNotWritten(written);
+    }
   }
   if (!command.json_path) return exit_code;
   const std::string text = DumpReport(document);

@@ -26,6 +26,13 @@ class HelpFormatter : public CLI::Formatter {
   }
 };
 
+// The run directories no report may be written into.
+std::vector<std::string> RunDirs(const CommandLine& command) {
+  std::vector<std::string> runs = {command.verify.run_dir};
+  if (command.verify.against) runs.push_back(*command.verify.against);
+  return runs;
+}
+
 }  // namespace
 
 ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
@@ -64,6 +71,10 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
                                      "also write a self-contained HTML report (loss curve, rank x step agreement, "
                                      "findings) to FILE")
                           ->type_name("FILE");
+  app.add_flag("--html-optional", command.html_optional,
+               "the HTML report is an extra: when FILE is refused or cannot be written, warn and keep the "
+               "verdict's exit code")
+      ->needs(html);
   app.add_flag("--list-checks", command.list_checks, "print every check id, severity and meaning, and exit");
   app.add_option("RUN_DIR", command.verify.run_dir, "the run directory to verify");
   app.set_version_flag("--version", VersionText("dmlp-verify"));
@@ -112,12 +123,14 @@ Status CheckReportPlacement(const CommandLine& command) {
       NameTheSameFile(*command.json_path, *command.html_path))
     return Status::Error("USAGE_ERROR", "--json=" + *command.json_path + " and --html=" + *command.html_path +
                                             " name the same file; give each report its own");
-  std::vector<std::string> runs = {command.verify.run_dir};
-  if (command.verify.against) runs.push_back(*command.verify.against);
   if (command.json_path && *command.json_path != "-")
-    DMLP_RETURN_IF_ERROR(CheckReportTarget("--json=", *command.json_path, runs, IsJsonReport));
-  if (command.html_path) DMLP_RETURN_IF_ERROR(CheckReportTarget("--html=", *command.html_path, runs, IsHtmlReport));
+    DMLP_RETURN_IF_ERROR(CheckReportTarget("--json=", *command.json_path, RunDirs(command), IsJsonReport));
+  if (command.html_path && !command.html_optional) DMLP_RETURN_IF_ERROR(CheckHtmlTarget(command));
   return Status::Ok();
+}
+
+Status CheckHtmlTarget(const CommandLine& command) {
+  return CheckReportTarget("--html=", *command.html_path, RunDirs(command), IsHtmlReport);
 }
 
 }  // namespace dmlp::verify

@@ -279,6 +279,39 @@ TEST(VerifyCliTest, EachReportFileNeedsANameOfItsOwn) {
   EXPECT_EQ(RunVerify({"--json=" + same, "--html=" + reports.File("r.html"), run.path()}).exit_code, 0);
 }
 
+// --html-optional (run.sh): the page is an extra. A path refused before
+// verifying, or a page that cannot be written after it, costs a warning and the
+// page, never the verdict; without the flag both are trouble (exit 2).
+TEST(VerifyCliTest, AnOptionalPageNeverCostsTheVerdict) {
+  testing::TempDir pass, fail, reports;
+  testing::WriteReferenceRun(pass, 2, 3);
+  testing::WriteReferenceRun(fail, 1, 2);
+  fail.Write("rank-0.jsonl", testing::RankLine(1, 0) + testing::RankLine(1, 0));
+  reports.Write("notes.html", "someone's notes\n");
+  const std::string stale = reports.File("notes.html"), unwritable = reports.path() + "/missing/r.html";
+  for (const auto& [run, verdict] : {std::pair{&pass, 0}, std::pair{&fail, 1}}) {
+    Ran refused = RunVerify({"--html=" + stale, "--html-optional", run->path()});
+    EXPECT_EQ(refused.exit_code, verdict) << refused.err;
+    EXPECT_EQ(refused.err, "dmlp-verify: warning: --html-optional: no report written: --html=" + stale +
+                               " exists and is not a report dmlp-verify wrote; it is never replaced\n");
+    EXPECT_EQ(RunVerify({"--html=" + stale, run->path()}).exit_code, 2);
+    Ran failed = RunVerify({"--html=" + unwritable, "--html-optional", run->path()});
+    EXPECT_EQ(failed.exit_code, verdict) << failed.err;
+    EXPECT_TRUE(failed.err.starts_with("dmlp-verify: warning: --html-optional: no report written: ")) << failed.err;
+    EXPECT_NE(failed.out.find(verdict == 0 ? "PASS" : "FAIL"), std::string::npos) << failed.out;
+    EXPECT_EQ(RunVerify({"--html=" + unwritable, run->path()}).exit_code, 2);
+  }
+  EXPECT_EQ(reports.Read("notes.html"), "someone's notes\n");
+  EXPECT_FALSE(std::filesystem::exists(reports.path() + "/missing"));
+  Ran alone = RunVerify({"--html-optional", pass.path()});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--html-optional requires --html"), std::string::npos) << alone.err;
+  Ran written = RunVerify({"--html=" + reports.File("r.html"), "--html-optional", pass.path()});
+  EXPECT_EQ(written.exit_code, 0);
+  EXPECT_EQ(written.err, "");
+  EXPECT_TRUE(std::filesystem::exists(reports.File("r.html")));
+}
+
 // One rule (main.cc): the exit code is the verdict once the report is written
 // or nobody reads it (a reader that went away, stdout closed); a report lost on
 // its way to a reader (/dev/full) is trouble. Was: EPIPE gave 2.
