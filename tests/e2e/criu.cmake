@@ -35,3 +35,12 @@ set_tests_properties(e2e.criu.a_in_pid_namespace PROPERTIES
   SKIP_RETURN_CODE 77
   RESOURCE_LOCK dmlp_criu
   TIMEOUT 300)
+# tools/criu.sh itself (tests/e2e/criu/test_criu_helper.py), with a stand-in
+# cache and apt-get: it runs only a cache no one else could have changed, and
+# a fetch that fails or is interrupted leaves nothing behind. No CRIU runs.
+add_test(NAME e2e.criu.helper
+         COMMAND ${Python3_EXECUTABLE} -m unittest -v test_criu_helper
+         WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/criu)
+set_tests_properties(e2e.criu.helper PROPERTIES
+  ENVIRONMENT "DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+  TIMEOUT 120)
