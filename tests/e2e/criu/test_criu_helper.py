@@ -82,30 +82,30 @@ class CacheTrust(ScratchCase):
         self.assertEqual(result.stdout, "stand-in criu\n")
         self.assertTrue(self.ran.read_text().startswith(f"--library-path {self.cache / LIBRARIES} "))
 
+    def assertRefusedAsNotOwn(self, path, *args):
+        """criu.sh ARGS refuses the cache because `path` is nobody's, not ours."""
+        self.assertRefused(self.criu_sh(*args),
+                           f"{path} is owned by uid {NOBODY}, not by you (uid {os.geteuid()}); "
+                           f"criu.sh runs only a cache you own: remove {self.cache} or set DMLP_CRIU_CACHE")
+
     def test_cache_of_another_user_is_refused(self):
         self.need_root()
         for path in [self.cache, *self.cache.rglob("*")]:
             os.lchown(path, NOBODY, -1)
-        self.assertRefused(self.criu_sh("--version"),
-                           f"{self.cache} is owned by uid {NOBODY}, not by you (uid {os.geteuid()}); "
-                           f"criu.sh runs only a cache you own: remove {self.cache} or set DMLP_CRIU_CACHE")
+        self.assertRefusedAsNotOwn(self.cache, "--version")
 
     def test_loader_planted_by_another_user_is_refused(self):
         self.need_root()
         loader = self.cache / LIBRARIES / "ld-linux-x86-64.so.2"
         os.lchown(loader, NOBODY, -1)
-        self.assertRefused(self.criu_sh("check"),
-                           f"{loader} is owned by uid {NOBODY}, not by you (uid {os.geteuid()}); "
-                           f"criu.sh runs only a cache you own: remove {self.cache} or set DMLP_CRIU_CACHE")
+        self.assertRefusedAsNotOwn(loader, "check")
 
     def test_link_planted_by_another_user_is_refused(self):
         self.need_root()
         link = self.cache / LIBRARIES / "libbsd.so.0"
         link.symlink_to("libc.so.6")
         os.lchown(link, NOBODY, -1)
-        self.assertRefused(self.criu_sh("--version"),
-                           f"{link} is owned by uid {NOBODY}, not by you (uid {os.geteuid()}); "
-                           f"criu.sh runs only a cache you own: remove {self.cache} or set DMLP_CRIU_CACHE")
+        self.assertRefusedAsNotOwn(link, "--version")
 
     def test_group_writable_library_folder_is_refused(self):
         (self.cache / LIBRARIES).chmod(0o775)
