@@ -25,7 +25,7 @@ from pathlib import Path
 SOURCE = Path(__file__).resolve().parents[3]
 CRIU = SOURCE / "tools" / "criu.sh"
 sys.path.insert(0, str(SOURCE / "tests" / "e2e" / "trainer"))
-from harness import alive, children_of, stopped, wait_for  # noqa: E402,F401  (alive: for the importers)
+from harness import alive, children_of, stopped, wait_for  # noqa: E402
 
 
 def criu_flags(which):
