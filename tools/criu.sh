@@ -20,7 +20,13 @@
 # own loader and libraries. Later runs find the cache and cost milliseconds.
 # Needs: root for the first fetch into the default cache, apt-get, dpkg-deb,
 # Debian's archive keyring (every Debian has it).
+#
+# The cache is code that root runs: criu.sh refuses (CRIU_CACHE_UNSAFE, exit 2)
+# a cache directory, or anything in it, that is not owned by the user running
+# it or that group or others may write, and a folder above it that others
+# could swap it out of. An interrupted fetch leaves nothing behind.
 set -euo pipefail
+umask 022  # what the fetch unpacks must pass the cache check below
 
 # The flags dmlp's jobs need, in this one place (tests/e2e/criu/ and
 # bench/freeze_reference.py read them with --dmlp-dump-flags / --dmlp-restore-flags,
@@ -68,12 +74,25 @@ dependency_closure() {
     --no-breaks --no-replaces --no-enhances criu | grep -E '^[a-z0-9]' | sort -u
 }
 
+# Removes what an unfinished fetch made. Runs on every exit while a fetch is
+# under way, and on SIGINT, SIGTERM and SIGHUP, which then end the script
+# with that signal's status (128 + its number).
+staging=""
+fetch_cleanup() {
+  [[ -n "$staging" ]] || return 0
+  rm -rf "$staging" "$cache/apt"
+  staging=""
+}
 fetch() {
   if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
     die "CRIU_FETCH_FAILED: needs apt-get and dpkg-deb (a Debian or Ubuntu machine)"
   fi
   [[ -r "$keyring" ]] || die "CRIU_FETCH_FAILED: no Debian archive keyring at $keyring"
-  local staging="$cache/staging.$$"
+  staging="$cache/staging.$$"
+  trap fetch_cleanup EXIT
+  trap 'fetch_cleanup; exit 130' INT
+  trap 'fetch_cleanup; exit 143' TERM
+  trap 'fetch_cleanup; exit 129' HUP
   rm -rf "$staging" "$cache/apt"
   mkdir -p "$cache/apt/state/lists/partial" "$cache/apt/cache/archives/partial" "$staging/debs"
   echo "deb [signed-by=$keyring] $mirror $suite main" >"$cache/apt/sources.list"
@@ -90,7 +109,8 @@ fetch() {
   for deb in "$staging"/debs/*.deb; do dpkg-deb -x "$deb" "$staging/root"; done
   rm -rf "$root"
   mv "$staging/root" "$root"
-  rm -rf "$staging" "$cache/apt"  # the lists are 20 MB and only needed to fetch
+  fetch_cleanup  # the lists are 20 MB and only needed to fetch
+  trap - EXIT INT TERM HUP
 }
 
 # The unpacked tree holds usr/sbin/criu, sid's loader and libraries (usr-merged).
@@ -98,9 +118,48 @@ loader() { echo "$root/usr/lib/$multiarch/ld-linux-x86-64.so.2"; }
 library_path() { echo "$root/usr/lib/$multiarch"; }
 ready() { [[ -x "$root/usr/sbin/criu" && -e "$(loader)" ]]; }
 
+# trusted PATH: PATH is owned by the user running this script or by root, and
+# group and others cannot write it (a folder they may write must be sticky, as
+# /tmp is, so that they cannot rename what is in it).
+trusted() {
+  local path=$1 owner mode
+  read -r owner mode < <(stat -c '%u %a' -- "$path")
+  [[ "$owner" == "$(id -u)" || "$owner" == 0 ]] || return 1
+  (( (8#$mode & 8#022) == 0 )) || { [[ -d "$path" ]] && (( 8#$mode & 8#1000 )); }
+}
+
+# The cache is safe to run from: the folders above it trusted, and it and
+# everything in it owned by this user and not writable by group or others
+# (symbolic links are judged by their owner only: their mode means nothing).
+# REQUIRES: $cache is a physical path (no symbolic link in it), so that no
+# one can point it elsewhere between this check and the exec.
+check_cache() {
+  local folder=$cache offender owner
+  while [[ "$folder" != / ]]; do
+    folder=$(dirname -- "$folder")
+    trusted "$folder" ||
+      die "CRIU_CACHE_UNSAFE: $folder, above the cache $cache, may be written by others" \
+          "(owner uid $(stat -c %u -- "$folder"), mode $(stat -c %a -- "$folder")): set DMLP_CRIU_CACHE elsewhere"
+  done
+  offender=$(find "$cache" \( ! -user "$(id -u)" -o ! -type l -perm /022 \) -print -quit)
+  [[ -z "$offender" ]] && return 0
+  owner=$(stat -c %u -- "$offender")
+  if [[ "$owner" != "$(id -u)" ]]; then
+    die "CRIU_CACHE_UNSAFE: $offender is owned by uid $owner, not by you (uid $(id -u));" \
+        "criu.sh runs only a cache you own: remove $cache or set DMLP_CRIU_CACHE"
+  fi
+  die "CRIU_CACHE_UNSAFE: $offender may be written by group or others (mode $(stat -c %a -- "$offender"));" \
+      "criu.sh runs only a cache no one else can change: remove $cache or set DMLP_CRIU_CACHE"
+}
+
 ensure() {
+  if [[ ! -d "$cache" ]]; then
+    mkdir -p "$cache" || die "CRIU_FETCH_FAILED: cannot create $cache (root, or set DMLP_CRIU_CACHE)"
+  fi
+  cache=$(cd -P -- "$cache" && pwd)
+  root="$cache/root"
+  check_cache
   ready && return 0
-  mkdir -p "$cache" || die "CRIU_FETCH_FAILED: cannot create $cache (root, or set DMLP_CRIU_CACHE)"
   # Two tests may ask at once on a fresh machine: one fetches, the other waits.
   exec 9>"$cache/.lock"
   flock 9
@@ -108,6 +167,7 @@ ensure() {
   flock -u 9
   exec 9>&-
   ready || die "CRIU_FETCH_FAILED: $root lacks usr/sbin/criu or the loader"
+  check_cache  # what the packages unpacked must pass too
 }
 
 run_criu() { exec "$(loader)" --library-path "$(library_path)" "$root/usr/sbin/criu" "$@"; }

@@ -155,9 +155,14 @@ EOF
 }
 
 cuda_host() {
-  local cxx=$1 unpacked=$2 scratch source object
+  local cxx=$1 unpacked=$2 source object
   cd "$repo"
+  # Global, for the trap: removed however the compile ends (a failed step
+  # under set -e, a signal).
   scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   local -a includes=() libdirs=() objects=() sources=()
   local part
   for part in cuda_runtime cublas curand nccl cuda_cccl cuda_nvcc; do
@@ -173,7 +178,7 @@ cuda_host() {
   # define that trainer/cuda.cmake adds for this library only; -fPIC.
   local -a flags=()
   mapfile -t flags < <(project_cxx_flags "$cxx" "$scratch/configure")
-  if [[ ${#flags[@]} -eq 0 ]]; then rm -rf "$scratch"; return 1; fi
+  [[ ${#flags[@]} -gt 0 ]] || return 1
   flags+=(-fPIC "-DDMLP_SOURCE_DIR=\"$repo/\"")
   mapfile -t sources < <(cuda_host_sources)
   echo "cuda12: $("$cxx" --version | head -n 1): ${#sources[@]} host sources"
@@ -194,18 +199,22 @@ cuda_host() {
   local unresolved
   unresolved=$(LD_LIBRARY_PATH=$path ldd -r "$scratch/libdmlp_cuda_host.so" 2>&1 |
                grep -E 'undefined symbol: (cuda|cublas|nccl|curand)' || true)
-  if [[ -n "$unresolved" ]]; then echo "$unresolved"; rm -rf "$scratch"; return 1; fi
+  if [[ -n "$unresolved" ]]; then echo "$unresolved"; return 1; fi
   LD_LIBRARY_PATH=$path ldd "$scratch/libdmlp_cuda_host.so" | grep -E 'lib(cublas|cudart|nccl)' | sed 's/^\s*/  links /'
   "$cxx" -std=c++20 -Werror "${includes[@]}" trainer/cuda/nccl_version_probe.cc -o "$scratch/probe" \
     -L"$scratch/lib" -lnccl -Wl,-rpath,"$path"
   read -r header library file < <("$scratch/probe")
   echo "cuda12: NCCL header $header, library $library ($file)"
-  rm -rf "$scratch"
   [[ "$header" == "$library" ]]
 }
 
 # Internal entry point for the root: tools/rehearse.sh --cuda-host CXX UNPACKED.
 if [[ "${1:-}" == --cuda-host ]]; then
+  if [[ $# -ne 3 || -z "$2" || ! -d "$3/nvidia" ]]; then
+    echo "usage: tools/rehearse.sh --cuda-host CXX UNPACKED (UNPACKED: a folder holding the" \
+         "CUDA 12 wheels' nvidia/, as part 2 unpacks them)" >&2
+    exit 2
+  fi
   cuda_host "$2" "$3"
   exit
 fi

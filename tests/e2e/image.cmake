@@ -28,3 +28,10 @@ foreach(pair agreement:image_agreement run_sh:test_scripts.RunSh main_job:test_s
   set_tests_properties(image.${name} PROPERTIES
     ENVIRONMENT "${_dmlp_image_env}" TIMEOUT 300 LABELS "e2e;image")
 endforeach()
+# tools/rehearse.sh --cuda-host called wrongly or failing: a usage error, and
+# no temporary folder left (tests/e2e/image/test_rehearse_cuda_host.py).
+add_test(NAME image.rehearse_cuda_host
+         COMMAND ${Python3_EXECUTABLE} -m unittest -v test_rehearse_cuda_host
+         WORKING_DIRECTORY ${_dmlp_image_dir})
+set_tests_properties(image.rehearse_cuda_host PROPERTIES
+  ENVIRONMENT "${_dmlp_image_env}" TIMEOUT 120 LABELS "e2e;image")

@@ -11,9 +11,15 @@ byte for byte with an uninterrupted run of the same job:
      after its receipts grew past the dump: CRIU refuses ("has bad size"),
      OUT_DIR is left as it was, and RESUME=1 completes it identical;
   d) dumped and restored twice in one run: PASS, identical;
-  e) the job started by run.sh (as the image starts it), run.sh dumped with it.
+  e) the job started by run.sh (as the image starts it), run.sh dumped with it;
+  f) a CRIU slow to start, which begins only once the job has ended or is
+     held: the dump still finds the job (held) and the run is identical.
 
-Usage: criu_e2e.py CASE (a..e) [--in-pid-namespace]. With --in-pid-namespace
+Each dump is of the job held still (SIGSTOP, freeze.hold), which CRIU
+restores stopped and the case then lets go on (SIGCONT): a job that ended
+while CRIU started would leave it a zombie to seize.
+
+Usage: criu_e2e.py CASE (a..f) [--in-pid-namespace]. With --in-pid-namespace
 the case runs in a new pid namespace, where the caller's session leader is
 outside (as in a container or a CI runner; CRIU refused such a job until the
 tests started it in a session of its own). Exit 77 (SKIP) with CRIU's own words when
@@ -39,7 +45,7 @@ sys.path.insert(0, str(SOURCE / "tests" / "e2e" / "trainer"))
 from harness import (LAUNCH, TRAIN, BIN_DIR, JobTestCase, job_env, launch,  # noqa: E402
                      line_count, rank_pids, verify, wait_for)
 from freeze import (CRIU, alive, become_subreaper, children_of, dump, end_tree,  # noqa: E402
-                    exit_status, log_tail, restore, restore_command, spawn)
+                    exit_status, hold, log_tail, release, restore, restore_command, spawn)
 
 RUN_SH = SOURCE / "run.sh"
 FREEZING = SOURCE / "docs" / "freezing-and-restoring.md"
@@ -87,6 +93,7 @@ class Freeze(JobTestCase):
     def setUp(self):
         super().setUp()
         self.root = None  # the job's root pid: ended by pid in tearDown if still there
+        self.criu = CRIU  # what dumps run: tools/criu.sh, or case f's slow start
         self.netns = None
         self.log = self.scratch / "job.log"
 
@@ -128,15 +135,19 @@ class Freeze(JobTestCase):
 
     # ---- CRIU ---------------------------------------------------------------------
     def dump(self, images, *extra):
-        result, statuses = dump(self.root, images, *extra, timeout=DEADLINE)
+        """criu dump of the job, held still first (freeze.hold: the job must not
+        end while CRIU starts). Returns the pids held, which CRIU restores
+        stopped, and the exit statuses of the dumped tree."""
+        held = hold(self.root, DEADLINE)
+        result, statuses = dump(self.root, images, *extra, timeout=DEADLINE, criu=self.criu)
         self.assertEqual(result.returncode, 0, f"criu dump failed:\n{log_tail(images / 'dump.log')}")
-        return statuses
+        return held, statuses
 
     def freeze(self, out, name, wrap=()):
         """Dump (criu kills the job), stay down FROZEN_SECONDS, restore in place or
         under `wrap`. Returns the last step each rank had recorded at the dump."""
         images = self.scratch / name
-        statuses = self.dump(images)
+        held, statuses = self.dump(images)
         self.assertEqual(statuses.get(self.root), -signal.SIGKILL, "criu dump left the job running")
         dumped = {rank: line_count(out / f"rank-{rank}.jsonl") for rank in range(2)}
         self.assertLess(max(dumped.values()), PLAN["STEPS"], "the job ran too far to test")
@@ -145,6 +156,7 @@ class Freeze(JobTestCase):
         self.assertEqual(result.returncode, 0,
                          f"criu restore failed:\n{result.stderr}{log_tail(images / 'restore.log')}")
         self.assertTrue(alive(self.root), f"restored pid {self.root} is not running")
+        release(held)  # restored stopped, as it was dumped
         return dumped
 
     # ---- what the user sees ---------------------------------------------------------
@@ -178,6 +190,9 @@ class Freeze(JobTestCase):
 
     # ---- the cases ---------------------------------------------------------------------
     def test_a_in_place(self):
+        self.check_in_place()
+
+    def check_in_place(self):
         baseline = self.baseline()
         out = self.scratch / "run"
         self.start_launcher(out)
@@ -212,8 +227,9 @@ class Freeze(JobTestCase):
         self.start_launcher(out, **settings)
         self.wait_steps(out, 5)
         images = self.scratch / "images"
-        self.dump(images, "--leave-running")
+        held, _ = self.dump(images, "--leave-running")
         dumped = line_count(out / "rank-1.jsonl")
+        release(held)
         # The job goes on past the dump and past a checkpoint, then dies by kill -9.
         self.wait_steps(out, dumped + 45)
         end_tree(self.root)
@@ -265,10 +281,29 @@ class Freeze(JobTestCase):
         self.assertRestoresNamed(out, [dumped])
         self.assertIdentical(out, baseline)
 
+    def test_f_criu_slow_to_start(self):
+        self.criu = self.slow_criu()
+        self.check_in_place()
+
+    def slow_criu(self):
+        """tools/criu.sh as slow to start as a loaded machine can make it (its
+        loader, its probes of the kernel): `dump -t PID ...` begins only once
+        PID has ended (a zombie) or is held (stopped). A job left running ends first."""
+        path = self.scratch / "slow-criu"
+        path.write_text(f"""#!/bin/sh
+[ "$1 $2" = "dump -t" ] || exec {CRIU} "$@"
+root=$3
+state() {{ sed 's/.*) //' "/proc/$root/stat" | cut -d' ' -f1; }}
+until [ "$(state)" = Z ] || [ "$(state)" = T ]; do sleep 0.05; done
+exec {CRIU} "$@"
+""")
+        path.chmod(0o755)
+        return path
+
 
 CASES = {"a": "test_a_in_place", "b": "test_b_another_machine",
          "c": "test_c_refused_restore_then_resume", "d": "test_d_two_evictions",
-         "e": "test_e_run_sh"}
+         "e": "test_e_run_sh", "f": "test_f_criu_slow_to_start"}
 
 def enter_pid_namespace():
     """Re-runs this case as pid 1's child in a new pid namespace (with its own

@@ -4,6 +4,14 @@
 The caller becomes a child subreaper, so that a tree restored with
 --restore-detached is reparented to it and it can read the root's exit
 status; every process is started, ended and reaped by pid (never by name).
+
+A job can be held still (hold: SIGSTOP, every thread stopped) before it is
+dumped, and released (SIGCONT) once restored: CRIU dumps a stopped tree as
+stopped and restores it so. Why: CRIU takes a moment to start (its loader,
+its probes of the kernel, longer on a loaded machine), and a short job that
+ends in that moment leaves it a zombie to seize: the dump fails with
+"Unable to interrupt task: PID (Operation not permitted)". A held job
+cannot end before CRIU has it.
 """
 
 import ctypes
@@ -17,7 +25,7 @@ from pathlib import Path
 SOURCE = Path(__file__).resolve().parents[3]
 CRIU = SOURCE / "tools" / "criu.sh"
 sys.path.insert(0, str(SOURCE / "tests" / "e2e" / "trainer"))
-from harness import alive, children_of  # noqa: E402,F401  (alive: for the importers)
+from harness import alive, children_of, stopped, wait_for  # noqa: E402
 
 
 def criu_flags(which):
@@ -71,6 +79,30 @@ def tree_pids(root):
     return found
 
 
+def hold(root, timeout):
+    """Stops (SIGSTOP, by pid) every process of the tree under `root` and waits
+    until each of their threads is stopped. Returns the pids held. Fails when
+    the job ended before it could be held."""
+    held = set()
+    while True:
+        pids = tree_pids(root)
+        if not all(alive(pid) for pid in pids):
+            raise AssertionError(f"the job under pid {root} ended before it could be held")
+        if set(pids) == held and all(stopped(pid) for pid in pids):
+            return pids
+        for pid in set(pids) - held:
+            os.kill(pid, signal.SIGSTOP)
+        held |= set(pids)
+        wait_for(lambda: all(stopped(pid) or not alive(pid) for pid in held), timeout,
+                 f"every thread of the job under pid {root} stopped")
+
+
+def release(pids):
+    """Lets held processes go on (SIGCONT, by pid)."""
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
+
+
 def exit_status(pid, timeout):
     """The exit status (as subprocess reports it) of our child `pid`, or None when
     it still runs after `timeout` seconds."""
@@ -117,13 +149,14 @@ def end_tree(root, timeout=60):
     return reap(pids, timeout)
 
 
-def dump(root, images, *extra, timeout=600):
+def dump(root, images, *extra, timeout=600, criu=CRIU):
     """criu dump of the tree under `root` into `images` (log: images/dump.log).
     Without --leave-running criu kills the tree after the dump: this waits for
-    it to be gone. Returns (criu's CompletedProcess, the tree's exit statuses)."""
+    it to be gone. Returns (criu's CompletedProcess, the tree's exit statuses).
+    `criu`: the command that runs criu (tools/criu.sh, or a test's stand-in)."""
     images.mkdir()
     pids = tree_pids(root)
-    result = subprocess.run([str(CRIU), "dump", "-t", str(root), "-D", str(images), "-o", "dump.log",
+    result = subprocess.run([str(criu), "dump", "-t", str(root), "-D", str(images), "-o", "dump.log",
                              *criu_flags("dump"), *extra],
                             capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     statuses = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dmlp's arithmetic checked against the reference JAX job, step by step.
 
-Runs the reference (../shared/reference/train.py, unmodified, through
+Runs the reference (REFERENCE_DIR/train.py, unmodified, through
 bench/reference/run_reference.sh) and dmlp (dmlp-launch, PLATFORM=cpu) with the
 same plan, for two model sizes and 1 and 2 ranks, 50 steps each, and checks
 their metrics.jsonl losses:
@@ -24,11 +24,14 @@ their metrics.jsonl losses:
 dmlp's runs use DATA_SHARDS=2, so its 1- and 2-rank runs must also be
 bit-identical (the ordered reduction's promise); the reference's are not.
 
-Needs a python with jax, jaxlib, flax, optax and numpy at the reference's
-versions: $DMLP_REFERENCE_PYTHON, else the cached venv of
-tools/reference-venv.sh (tools/test-all.sh makes it before ctest). Without
-one it exits 77 (skip) -- except in CI (CI set), where a skip would hide the
-check, so it fails.
+Needs the reference job itself, which is not part of this repository:
+$REFERENCE_DIR, else ../shared/reference beside the repository (where the
+project's checkout has it; a fresh clone has not). And a python with jax,
+jaxlib, flax, optax and numpy at the reference's versions:
+$DMLP_REFERENCE_PYTHON, else the cached venv of tools/reference-venv.sh
+(tools/test-all.sh makes it before ctest). Without either it exits 77 (skip)
+with the reason -- except in CI (CI set), where a skip would hide the check,
+so it fails.
 
 Usage: against_reference.py --bin BUILD/bin [--keep DIR] [--plans small,wide]
 """
@@ -69,6 +72,22 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def find_reference_dir():
+    """The reference job's directory (train.py, runtime.py): $REFERENCE_DIR, as
+    run_reference.sh reads it, else the one beside the repository."""
+    return Path(os.environ.get("REFERENCE_DIR") or REPO.parent / "shared" / "reference").resolve()
+
+
+def cannot_run(why):
+    """The exit status when this machine lacks what the check needs: 77 (skip),
+    except in CI, where the check must run."""
+    if os.environ.get("CI"):
+        print(f"against_reference: FAIL: {why}; in CI this check must run", file=sys.stderr)
+        return 1
+    print(f"against_reference: SKIP: {why}", file=sys.stderr)
+    return 77
+
+
 def find_reference_python():
     named = os.environ.get("DMLP_REFERENCE_PYTHON")
     if named:
@@ -97,7 +116,8 @@ def job_env(plan, ranks, out_dir):
 
 def run_reference(python, plan, ranks, out_dir, log_dir):
     env = job_env(plan, ranks, out_dir)
-    env.update({"REFERENCE_PYTHON": python, "LOG_DIR": str(log_dir)})
+    env.update({"REFERENCE_PYTHON": python, "REFERENCE_DIR": str(find_reference_dir()),
+                "LOG_DIR": str(log_dir)})
     _, seconds = run(["bash", RUN_REFERENCE], env, 600, f"the reference ({ranks} rank(s))")
     return seconds
 
@@ -168,15 +188,14 @@ def main():
     parser.add_argument("--keep", type=Path, help="write the runs here and keep them (a new directory)")
     parser.add_argument("--plans", default=",".join(PLANS), help="comma-separated: " + ", ".join(PLANS))
     args = parser.parse_args()
+    reference_job = find_reference_dir()
+    if not (reference_job / "train.py").is_file():
+        return cannot_run(f"no reference job (train.py) in {reference_job}: set REFERENCE_DIR "
+                          "to a copy of the reference job's directory")
     python = find_reference_python()
     if not python or not Path(python).exists():
-        why = ("no reference python: set DMLP_REFERENCE_PYTHON or run tools/reference-venv.sh "
-               "(tools/test-all.sh does)")
-        if os.environ.get("CI"):
-            print(f"against_reference: FAIL: {why}; in CI this check must run", file=sys.stderr)
-            return 1
-        print(f"against_reference: SKIP: {why}", file=sys.stderr)
-        return 77
+        return cannot_run("no reference python: set DMLP_REFERENCE_PYTHON or run tools/reference-venv.sh "
+                          "(tools/test-all.sh does)")
     if args.keep:
         args.keep.mkdir(parents=True)
         scratch = args.keep

@@ -1,0 +1,59 @@
+"""tools/rehearse.sh --cuda-host CXX UNPACKED, part 2's compile step, when it
+is called wrongly or fails: a usage error (exit 2) for missing or wrong
+arguments, and no temporary folder left behind however it ends.
+
+Its real run needs the CUDA 12 wheels (tools/rehearse.sh cuda12, manual);
+here UNPACKED is a stand-in without their libraries, so it fails early.
+Usage: python3 -m unittest -v test_rehearse_cuda_host   (ctest: image.rehearse_cuda_host)
+Environment: DMLP_SOURCE_DIR, the repository (default: three levels up).
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
+REHEARSE = SOURCE / "tools" / "rehearse.sh"
+USAGE = ("usage: tools/rehearse.sh --cuda-host CXX UNPACKED (UNPACKED: a folder holding the "
+         "CUDA 12 wheels' nvidia/, as part 2 unpacks them)")
+
+
+class CudaHost(unittest.TestCase):
+    def setUp(self):
+        self.scratch = Path(tempfile.mkdtemp(prefix="dmlp-rehearse-cuda-host-"))
+        self.addCleanup(shutil.rmtree, self.scratch, ignore_errors=True)
+        self.tmp = self.scratch / "tmp"  # the script's TMPDIR: whatever it leaves shows here
+        self.tmp.mkdir()
+
+    def rehearse(self, *args):
+        return subprocess.run([str(REHEARSE), "--cuda-host", *map(str, args)],
+                              env=dict(os.environ, TMPDIR=str(self.tmp)), capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    def assertNothingLeft(self):
+        self.assertEqual(sorted(p.name for p in self.tmp.iterdir()), [], "left in TMPDIR")
+
+    def test_wrong_arguments_are_a_usage_error(self):
+        unpacked_without_wheels = self.scratch / "empty"
+        unpacked_without_wheels.mkdir()
+        for args in [(), ("g++",), ("", self.scratch), ("g++", unpacked_without_wheels),
+                     ("g++", self.scratch / "missing"), ("g++", self.scratch, "extra")]:
+            with self.subTest(args=args):
+                result = self.rehearse(*args)
+                self.assertEqual((result.returncode, result.stderr), (2, USAGE + "\n"))
+                self.assertNothingLeft()
+
+    def test_a_failed_compile_leaves_no_temporary_folder(self):
+        # nvidia/ without the wheels' libraries: the step stops at linking them.
+        unpacked = self.scratch / "unpacked"
+        (unpacked / "nvidia" / "cuda_runtime" / "include").mkdir(parents=True)
+        result = self.rehearse("g++", unpacked)
+        self.assertNotEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertNothingLeft()
+
+
+if __name__ == "__main__":
+    unittest.main()
