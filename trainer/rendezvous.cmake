@@ -34,6 +34,7 @@ add_library(dmlp_collectives_gloo STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_gloo.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/gloo_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/slice_checksum.cc
 )
 # SYSTEM: Gloo's headers are not warning-clean under -Wall -Wextra -Werror.
 target_include_directories(dmlp_collectives_gloo SYSTEM PUBLIC ${DMLP_GLOO_INCLUDE_DIR})

@@ -18,6 +18,7 @@
 
 #include "common/file_util.h"
 #include "trainer/cpu/collectives_gloo.h"
+#include "trainer/cpu/slice_checksum.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
@@ -39,7 +40,16 @@ size_t PageRound(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
-size_t HeaderBytes(int world_size) { return PageRound(kLine * (1 + static_cast<size_t>(world_size))); }
+// The header: its line, one line per rank, then the checksum table.
+size_t HeaderBytes(int world_size, size_t checksums) {
+  return PageRound(kLine * (1 + static_cast<size_t>(world_size)) + checksums * sizeof(uint64_t));
+}
+
+std::string Hex(uint64_t value) {
+  char text[19];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
 
 size_t RoundUpToGrain(size_t bytes) { return (bytes + kCapacityGrain - 1) / kCapacityGrain * kCapacityGrain; }
 
@@ -77,6 +87,7 @@ struct SharedMemoryCollectives::Slot {
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "a futex word shared between processes");
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "a checksum shared between processes");
 
 std::string LocalHostIdentity() {
   Result<std::string> boot = ReadFileToString("/proc/sys/kernel/random/boot_id");
@@ -105,7 +116,10 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
   const size_t capacity = RoundUpToGrain(sizes.outbox_bytes);
   partial_floats_ = sizes.partial_floats;
   reduced_floats_ = sizes.reduced_floats;
-  fixed_bytes_ = HeaderBytes(world_size_) +
+  slice_floats_ = sizes.slice_floats;
+  area_slices_ = slice_floats_ == 0 ? 0 : (static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_) / slice_floats_;
+  header_bytes_ = HeaderBytes(world_size_, area_slices_ + 2 * static_cast<size_t>(world_size_) * world_size_);
+  fixed_bytes_ = header_bytes_ +
                  PageRound((static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_) * sizeof(float));
   if (rank_ == 0) {
     fd_ = static_cast<int>(syscall(SYS_memfd_create, "dmlp-collectives", MFD_CLOEXEC));
@@ -170,12 +184,12 @@ size_t SharedMemoryCollectives::OutboxesBytes(size_t capacity) const {
 
 float* SharedMemoryCollectives::Partials(int rank) const {
   if (partial_floats_ == 0) return nullptr;
-  return reinterpret_cast<float*>(base_ + HeaderBytes(world_size_)) + static_cast<size_t>(rank) * partial_floats_;
+  return reinterpret_cast<float*>(base_ + header_bytes_) + static_cast<size_t>(rank) * partial_floats_;
 }
 
 float* SharedMemoryCollectives::Reduced() const {
   if (reduced_floats_ == 0) return nullptr;
-  return reinterpret_cast<float*>(base_ + HeaderBytes(world_size_)) +
+  return reinterpret_cast<float*>(base_ + header_bytes_) +
          static_cast<size_t>(world_size_) * partial_floats_;
 }
 
@@ -185,6 +199,51 @@ SharedMemoryCollectives::Slot& SharedMemoryCollectives::SlotOf(int rank) const {
 
 uint8_t* SharedMemoryCollectives::Outbox(int rank, uint32_t operation) const {
   return outboxes_ + (2 * static_cast<size_t>(rank) + operation % 2) * capacity_;
+}
+
+std::atomic<uint64_t>* SharedMemoryCollectives::Checksums() const {
+  return reinterpret_cast<std::atomic<uint64_t>*>(base_ + kLine * (1 + static_cast<size_t>(world_size_)));
+}
+
+std::atomic<uint64_t>& SharedMemoryCollectives::OutboxChecksum(int rank, uint32_t operation, int block) const {
+  return Checksums()[area_slices_ + (2 * static_cast<size_t>(rank) + operation % 2) * world_size_ + block];
+}
+
+// Relaxed: the barrier's release and acquire (PublishAndWait) order the
+// checksum with the slice's bytes.
+void SharedMemoryCollectives::SealSlice(const float* slice, uint64_t checksum) {
+  Checksums()[static_cast<size_t>(slice - Partials(0)) / slice_floats_].store(checksum, std::memory_order_relaxed);
+}
+
+Status SharedMemoryCollectives::CheckSlice(const float* slice, uint64_t checksum) {
+  if (!broken_.ok()) return broken_;
+  const size_t index = static_cast<size_t>(slice - Partials(0)) / slice_floats_;
+  const uint64_t sealed = Checksums()[index].load(std::memory_order_relaxed);
+  if (sealed == checksum) return Status::Ok();
+  return Fail("reduce", "the shared segment's " + DescribeSlice(index) + " changed after its writer published it (checksum " +
+                            Hex(sealed) + " published, " + Hex(checksum) + " read)");
+}
+
+std::string SharedMemoryCollectives::DescribeSlice(size_t index) const {
+  const size_t first = index * slice_floats_;
+  const size_t partials = static_cast<size_t>(world_size_) * partial_floats_;
+  if (first >= partials) {
+    return "reduced vector, slice " + std::to_string((first - partials) / slice_floats_);
+  }
+  return "rank " + std::to_string(first / partial_floats_) + "'s partials, slice " +
+         std::to_string(first % partial_floats_ / slice_floats_);
+}
+
+Status SharedMemoryCollectives::ReadOutboxBlock(const char* op, int rank, int block, size_t offset, size_t bytes,
+                                                uint8_t* to) {
+  std::memcpy(to, Outbox(rank, op_) + offset, bytes);
+  // The copy's checksum: exactly the bytes this call delivers.
+  const uint64_t read = SliceChecksum(reinterpret_cast<const float*>(to), bytes / sizeof(float));
+  const uint64_t sealed = OutboxChecksum(rank, op_, block).load(std::memory_order_relaxed);
+  if (read == sealed) return Status::Ok();
+  return Fail(op, "the shared segment's outbox of rank " + std::to_string(rank) + ", block " + std::to_string(block) +
+                      ", changed after rank " + std::to_string(rank) + " published it (checksum " + Hex(sealed) +
+                      " published, " + Hex(read) + " read)");
 }
 
 Status SharedMemoryCollectives::Fail(const char* op, const std::string& what) {
@@ -246,12 +305,15 @@ Status SharedMemoryCollectives::AllToAll(const float* send, float* recv, size_t 
   auto* to = reinterpret_cast<uint8_t*>(recv);
   uint8_t* outbox = Outbox(rank_, op_);
   for (int q = 0; q < world_size_; ++q) {
-    if (q != rank_) std::memcpy(outbox + q * block, from + q * block, block);
+    if (q == rank_) continue;
+    std::memcpy(outbox + q * block, from + q * block, block);
+    OutboxChecksum(rank_, op_, q).store(SliceChecksum(send + q * count_per_peer, count_per_peer),
+                                        std::memory_order_relaxed);
   }
   std::memcpy(to + rank_ * block, from + rank_ * block, block);
   DMLP_RETURN_IF_ERROR(PublishAndWait("alltoall"));
   for (int p = 0; p < world_size_; ++p) {
-    if (p != rank_) std::memcpy(to + p * block, Outbox(p, op_) + rank_ * block, block);
+    if (p != rank_) DMLP_RETURN_IF_ERROR(ReadOutboxBlock("alltoall", p, rank_, rank_ * block, block, to + p * block));
   }
   return Status::Ok();
 }
@@ -264,10 +326,11 @@ Status SharedMemoryCollectives::AllGather(const float* send, float* recv, size_t
   DMLP_RETURN_IF_ERROR(Begin("allgather", block));
   auto* to = reinterpret_cast<uint8_t*>(recv);
   std::memcpy(Outbox(rank_, op_), send, block);
+  OutboxChecksum(rank_, op_, 0).store(SliceChecksum(send, count_per_rank), std::memory_order_relaxed);
   if (send != recv + static_cast<size_t>(rank_) * count_per_rank) std::memcpy(to + rank_ * block, send, block);
   DMLP_RETURN_IF_ERROR(PublishAndWait("allgather"));
   for (int p = 0; p < world_size_; ++p) {
-    if (p != rank_) std::memcpy(to + p * block, Outbox(p, op_), block);
+    if (p != rank_) DMLP_RETURN_IF_ERROR(ReadOutboxBlock("allgather", p, 0, 0, block, to + p * block));
   }
   return Status::Ok();
 }
