@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <immintrin.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -77,6 +79,17 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 
 Status ConnectError(int rank, const std::string& what) {
   return Status::Error("COLLECTIVE_ERROR", "connect: " + what + " (rank " + std::to_string(rank) + ")");
+}
+
+// Waits until process `pid` has exited, at most `bound`. Nothing to wait for
+// when it is this process (ranks as threads, in tests) or already gone.
+void AwaitExit(pid_t pid, std::chrono::milliseconds bound) {
+  if (pid == getpid()) return;
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;
+  pollfd exited{fd, POLLIN, 0};  // readable once the process has exited (a zombie counts)
+  poll(&exited, 1, static_cast<int>(bound.count()));
+  close(fd);
 }
 
 }  // namespace
@@ -390,20 +403,39 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
   } else {
     DMLP_ASSIGN_OR_RETURN(where, rendezvous.Get("transport/segment"));
     int pid = 0, fd = -1;
-    if (where.empty() || std::sscanf(where.c_str(), "%d %d", &pid, &fd) != 2) {
-      attached = Status::Error("COLLECTIVE_ERROR", "rank 0 has no segment");
+    if (where.empty()) {
+      // Rank 0 could not make one: its own outcome says why; this rank failed nothing.
+    } else if (std::sscanf(where.c_str(), "%d %d", &pid, &fd) != 2) {
+      attached = Status::Error("COLLECTIVE_ERROR", "rank 0's segment is not named as \"pid fd\": " + where);
     } else {
       attached = shm->Attach(pid, fd, sizes);
     }
   }
+  // Each rank's outcome: "" when it attached, else "<its pid> <why not>".
   DMLP_ASSIGN_OR_RETURN(std::vector<std::string> outcomes,
-                        rendezvous.AllGather("transport/attached", attached.ok() ? "" : attached.detail()));
+                        rendezvous.AllGather("transport/attached",
+                                             attached.ok() ? "" : std::to_string(getpid()) + " " + attached.detail()));
   for (int r = 0; r < world_size; ++r) {
     if (outcomes[r].empty()) continue;
-    const std::string why = "rank " + std::to_string(r) + " cannot share memory: " + outcomes[r];
-    if (any_shm) return ConnectError(rank, "DMLP_CPU_TRANSPORT=shm: " + why);
-    if (rank == 0) std::fprintf(stderr, "dmlp-train: warning: %s; the ranks use TCP\n", why.c_str());
-    return std::unique_ptr<Collectives>(std::move(shm->gloo_));
+    const size_t space = outcomes[r].find(' ');
+    const pid_t failed_pid = static_cast<pid_t>(std::atoi(outcomes[r].substr(0, space).c_str()));
+    const std::string why = "rank " + std::to_string(r) + " cannot share memory: " + outcomes[r].substr(space + 1);
+    if (!any_shm) {
+      if (rank == 0) std::fprintf(stderr, "dmlp-train: warning: %s; the ranks use TCP\n", why.c_str());
+      return std::unique_ptr<Collectives>(std::move(shm->gloo_));
+    }
+    // The job's failure is the failing rank's own error: it reports it now,
+    // while the others wait for it to leave (the rendezvous says PEER_LOST)
+    // and to exit, and only then fail. dmlp-launch names the first rank to
+    // exit; were every rank to fail here at once, that could be a healthy
+    // rank, or one that saw its coordinator go (PEER_LOST) first.
+    if (!attached.ok()) {
+      return ConnectError(rank, "DMLP_CPU_TRANSPORT=shm: rank " + std::to_string(rank) +
+                                    " cannot share memory: " + attached.detail());
+    }
+    Status left = rendezvous.Barrier("transport/unshared");  // never completes: the failing ranks never come
+    AwaitExit(failed_pid, rendezvous.heartbeat_timeout());   // one host: the pid is that rank's (LocalHostIdentity)
+    return left.ok() ? ConnectError(rank, "DMLP_CPU_TRANSPORT=shm: " + why) : left;
   }
   // Rank 0 may close nothing before every rank opened its fd: the barrier
   // also proves the segment works (the operation counters start at 0).

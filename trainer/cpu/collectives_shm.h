@@ -77,10 +77,12 @@ struct SharedSizes {
 /// (GlooCollectives::Connect), and with `transport` auto or shm a segment
 /// shared by the ranks when their `host_identity` values (gathered through
 /// the rendezvous) are all equal, sized by `sizes`. Decided alike on every
-/// rank: any rank's tcp wins; shm with ranks on several hosts, or a segment
-/// that cannot be made or shared (RLIMIT_FSIZE, memory, /proc), is
-/// COLLECTIVE_ERROR on every rank; auto falls back to TCP then, with a
-/// warning. REQUIRES: `rendezvous` joined, world_size > 1.
+/// rank: any rank's tcp wins; shm with ranks on several hosts is
+/// COLLECTIVE_ERROR on every rank; shm with a segment that a rank cannot make
+/// or share (RLIMIT_FSIZE, memory, /proc) is COLLECTIVE_ERROR on that rank,
+/// and the others wait until it leaves (its caller reports and abandons the
+/// rendezvous), then return the wait's PEER_LOST; auto falls back to TCP
+/// then, with a warning. REQUIRES: `rendezvous` joined, world_size > 1.
 Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(
     Rendezvous& rendezvous, CpuTransport transport, const SharedSizes& sizes,
     const std::string& host_identity = LocalHostIdentity());

@@ -326,6 +326,26 @@ class Failures(JobTestCase):
             self.assertIn("ENV_INVALID: DMLP_CPU_GEMM=avx512: this CPU cannot run", result.stderr)
         self.assertFalse((self.scratch / "run").exists())
 
+    def test_a_rank_that_cannot_share_memory_is_the_failure_the_launcher_reports(self):
+        # Rank 0 alone runs under a file size limit (ulimit -f, which memfds
+        # obey) below the shared segment's size, so it cannot make it. Its own
+        # COLLECTIVE_ERROR must be the job's first failure; rank 1 waits for it
+        # to leave and exit, so that no PEER_LOST ("the coordinator closed the
+        # connection") or copy of rank 0's error from rank 1 comes first.
+        stand_in = self.scratch / "rank0-small-files.sh"
+        stand_in.write_text('#!/bin/sh\n[ "$PROCESS_ID" = 0 ] && ulimit -f 8\nexec "$DMLP_TRAIN"\n')
+        stand_in.chmod(0o755)
+        env = job_env(self.scratch / "run", 2, DMLP_CPU_TRANSPORT="shm")
+        env["DMLP_TRAIN"] = str(TRAIN)
+        result = run([LAUNCH, "--grace", "5", stand_in], env)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("dmlp-launch: rank 0 failed first: exited with code 1", result.stderr)
+        self.assertRegex(result.stderr, r"\[rank 0\] dmlp-train: error: COLLECTIVE_ERROR: connect: "
+                                        r"DMLP_CPU_TRANSPORT=shm: rank 0 cannot share memory: the shared "
+                                        r"segment's \d+ bytes exceed RLIMIT_FSIZE \(ulimit -f\) of \d+ bytes "
+                                        r"\(rank 0\)\n")
+        self.assertNotIn("[rank 1] dmlp-train: error: COLLECTIVE_ERROR", result.stderr)
+
     def test_a_bad_transport_is_env_invalid(self):
         result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_TRANSPORT="rdma"))
         self.assertEqual((result.returncode, result.stderr),
