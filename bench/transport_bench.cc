@@ -91,7 +91,10 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
       return status;
     };
     const auto seal = [&](const float* first, int count) {
-      for (int i = 0; i < count; ++i) shared->SealSlice(first + i * slice, dmlp::SliceChecksum(first + i * slice, slice));
+      for (int i = 0; i < count; ++i) {
+        const float* written = first + i * slice;
+        shared->SealSlice(written, dmlp::SliceChecksum(written, slice));
+      }
       return dmlp::Status::Ok();
     };
     const auto check = [&](const float* first, size_t stride) {
@@ -247,8 +250,8 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
               Range(paths[3].exchange).c_str(), Median(paths[3].exchange) / in_place);
   std::printf("  of which checksums    %s   per rank and update; their floor %.1f us (%.3f MB read at %.1f GB/s, "
               "every rank at once): %.2fx the floor\n",
-              RangeMicroseconds(paths[3].checksums).c_str(), read_floor * 1e6, static_cast<double>(checksummed_bytes) / 1e6,
-              *read_rate / 1e9, checksums / read_floor);
+              RangeMicroseconds(paths[3].checksums).c_str(), read_floor * 1e6,
+              static_cast<double>(checksummed_bytes) / 1e6, *read_rate / 1e9, checksums / read_floor);
   return 0;
 }
 

@@ -33,6 +33,7 @@ target_link_libraries(dmlp_rendezvous PUBLIC dmlp_common Threads::Threads)
 add_library(dmlp_collectives_gloo STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_gloo.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm_checksums.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/gloo_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/slice_checksum.cc
 )

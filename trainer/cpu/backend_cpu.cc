@@ -308,7 +308,10 @@ class CpuBackend final : public Backend {
   // (collectives_shm.h): `count` consecutive slices of `slice` floats from
   // `first`. They read the bytes and never write them: no bit changes.
   void SealSharedSlices(const float* first, size_t count, size_t slice) {
-    for (size_t i = 0; i < count; ++i) shared_->SealSlice(first + i * slice, ParallelChecksum(first + i * slice, slice));
+    for (size_t i = 0; i < count; ++i) {
+      const float* written = first + i * slice;
+      shared_->SealSlice(written, ParallelChecksum(written, slice));
+    }
   }
 
   Status CheckSharedSlices(const float* first, size_t count, size_t slice) {

@@ -47,12 +47,6 @@ size_t HeaderBytes(int world_size, size_t checksums) {
   return PageRound(kLine * (1 + static_cast<size_t>(world_size)) + checksums * sizeof(uint64_t));
 }
 
-std::string Hex(uint64_t value) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 size_t RoundUpToGrain(size_t bytes) { return (bytes + kCapacityGrain - 1) / kCapacityGrain * kCapacityGrain; }
 
 std::string ErrnoText(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
@@ -100,7 +94,6 @@ struct SharedMemoryCollectives::Slot {
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "a futex word shared between processes");
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "a checksum shared between processes");
 
 std::string LocalHostIdentity() {
   Result<std::string> boot = ReadFileToString("/proc/sys/kernel/random/boot_id");
@@ -130,10 +123,10 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
   partial_floats_ = sizes.partial_floats;
   reduced_floats_ = sizes.reduced_floats;
   slice_floats_ = sizes.slice_floats;
-  area_slices_ = slice_floats_ == 0 ? 0 : (static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_) / slice_floats_;
+  const size_t area_floats = static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_;
+  area_slices_ = slice_floats_ == 0 ? 0 : area_floats / slice_floats_;
   header_bytes_ = HeaderBytes(world_size_, area_slices_ + 2 * static_cast<size_t>(world_size_) * world_size_);
-  fixed_bytes_ = header_bytes_ +
-                 PageRound((static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_) * sizeof(float));
+  fixed_bytes_ = header_bytes_ + PageRound(area_floats * sizeof(float));
   if (rank_ == 0) {
     fd_ = static_cast<int>(syscall(SYS_memfd_create, "dmlp-collectives", MFD_CLOEXEC));
     if (fd_ < 0) return Status::Error("COLLECTIVE_ERROR", ErrnoText("memfd_create"));
@@ -220,43 +213,6 @@ std::atomic<uint64_t>* SharedMemoryCollectives::Checksums() const {
 
 std::atomic<uint64_t>& SharedMemoryCollectives::OutboxChecksum(int rank, uint32_t operation, int block) const {
   return Checksums()[area_slices_ + (2 * static_cast<size_t>(rank) + operation % 2) * world_size_ + block];
-}
-
-// Relaxed: the barrier's release and acquire (PublishAndWait) order the
-// checksum with the slice's bytes.
-void SharedMemoryCollectives::SealSlice(const float* slice, uint64_t checksum) {
-  Checksums()[static_cast<size_t>(slice - Partials(0)) / slice_floats_].store(checksum, std::memory_order_relaxed);
-}
-
-Status SharedMemoryCollectives::CheckSlice(const float* slice, uint64_t checksum) {
-  if (!broken_.ok()) return broken_;
-  const size_t index = static_cast<size_t>(slice - Partials(0)) / slice_floats_;
-  const uint64_t sealed = Checksums()[index].load(std::memory_order_relaxed);
-  if (sealed == checksum) return Status::Ok();
-  return Fail("reduce", "the shared segment's " + DescribeSlice(index) + " changed after its writer published it (checksum " +
-                            Hex(sealed) + " published, " + Hex(checksum) + " read)");
-}
-
-std::string SharedMemoryCollectives::DescribeSlice(size_t index) const {
-  const size_t first = index * slice_floats_;
-  const size_t partials = static_cast<size_t>(world_size_) * partial_floats_;
-  if (first >= partials) {
-    return "reduced vector, slice " + std::to_string((first - partials) / slice_floats_);
-  }
-  return "rank " + std::to_string(first / partial_floats_) + "'s partials, slice " +
-         std::to_string(first % partial_floats_ / slice_floats_);
-}
-
-Status SharedMemoryCollectives::ReadOutboxBlock(const char* op, int rank, int block, size_t offset, size_t bytes,
-                                                uint8_t* to) {
-  std::memcpy(to, Outbox(rank, op_) + offset, bytes);
-  // The copy's checksum: exactly the bytes this call delivers.
-  const uint64_t read = SliceChecksum(reinterpret_cast<const float*>(to), bytes / sizeof(float));
-  const uint64_t sealed = OutboxChecksum(rank, op_, block).load(std::memory_order_relaxed);
-  if (read == sealed) return Status::Ok();
-  return Fail(op, "the shared segment's outbox of rank " + std::to_string(rank) + ", block " + std::to_string(block) +
-                      ", changed after rank " + std::to_string(rank) + " published it (checksum " + Hex(sealed) +
-                      " published, " + Hex(read) + " read)");
 }
 
 Status SharedMemoryCollectives::Fail(const char* op, const std::string& what) {
