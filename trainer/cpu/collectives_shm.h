@@ -16,7 +16,7 @@
 // through /proc/<rank 0's pid>/fd/<fd>, so it needs no name in a file system
 // and CRIU dumps and restores its pages with the job (tests/e2e/criu). Its
 // layout: a header (per rank, in its own cache line, the number of operations
-// it has published, a futex word); the reduction area (every rank's partial
+// it has published, a futex word; then the checksums, below); the reduction area (every rank's partial
 // gradients and the reduced vector, which CpuBackend computes into and folds
 // from in place, so its ordered reduction copies nothing: two barriers); and
 // per rank two outboxes of `capacity` bytes for AllToAll and AllGather. Operation n (counted alike on every rank, since every call is
@@ -117,12 +117,10 @@ class SharedMemoryCollectives final : public Collectives {
   float* Partials(int rank) const;
   float* Reduced() const;
 
-  /// Floats per checksummed slice of the reduction area (SharedSizes::slice_floats).
-  size_t slice_floats() const { return slice_floats_; }
   /// Publishes `checksum` (slice_checksum.h) of the reduction area's slice
   /// that starts at `slice`, which this rank has just written, for the ranks
-  /// that read it after the next Barrier(). REQUIRES: slice_floats() > 0,
-  /// `slice` at a multiple of it from Partials(0).
+  /// that read it after the next Barrier(). REQUIRES: SharedSizes::slice_floats
+  /// > 0, `slice` at a multiple of it from Partials(0).
   void SealSlice(const float* slice, uint64_t checksum);
   /// After this rank read the slice at `slice` and computed `checksum` of
   /// what it read: COLLECTIVE_ERROR naming the slice and its writer when its
