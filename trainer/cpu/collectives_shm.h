@@ -16,9 +16,10 @@
 // through /proc/<rank 0's pid>/fd/<fd>, so it needs no name in a file system
 // and CRIU dumps and restores its pages with the job (tests/e2e/criu). Its
 // layout: a header (per rank, in its own cache line, the number of operations
-// it has published, a futex word; then the checksums, below); the reduction area (every rank's partial
-// gradients and the reduced vector, which CpuBackend computes into and folds
-// from in place, so its ordered reduction copies nothing: two barriers); and
+// it has published, a futex word; then the checksums, below); the reduction
+// area (every rank's partial gradients and the reduced vector, which
+// CpuBackend computes into and folds from in place, so its ordered reduction
+// copies nothing: two barriers); and
 // per rank two outboxes of `capacity` bytes for AllToAll and AllGather. Operation n (counted alike on every rank, since every call is
 // collective) writes outbox n % 2, publishes n, waits until every peer
 // published n and reads their outboxes n % 2. Two outboxes need no second
