@@ -3,7 +3,11 @@
 // CpuBackend::Reduce moves every update) between rank processes on this host,
 // through Gloo's TCP pairs and through shared memory (DMLP_CPU_TRANSPORT),
 // against the floor of the shared path: the bytes it copies per rank at the
-// memcpy rate measured with every rank copying at once.
+// memcpy rate measured with every rank copying at once; and what the
+// checksums of the in place path cost (collectives_shm.h: every slice a rank
+// publishes is checksummed by it and again by each reader, after reading)
+// against their floor: the bytes they read at the rate every rank reads
+// memory at once.
 //
 //   transport_bench [--ranks 2] [--floats N] [--rounds 40]
 //
@@ -26,6 +30,7 @@
 #include "bench/median.h"
 #include "tests/unit/rendezvous_test_util.h"
 #include "trainer/cpu/collectives_shm.h"
+#include "trainer/cpu/slice_checksum.h"
 #include "trainer/math/ordered_reduce.h"
 #include "trainer/rendezvous/rendezvous.h"
 
@@ -37,12 +42,18 @@ using dmlp::bench::Median;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 struct Timings {
-  std::vector<double> exchange;  // seconds per all-to-all + all-gather
+  std::vector<double> exchange;   // seconds per all-to-all + all-gather
+  std::vector<double> checksums;  // of which in the checksums (kSharedInPlaceChecked)
 };
 
 dmlp::Status Fail(const std::string& what) { return dmlp::Status::Error("BENCH", what); }
 
-enum class Path { kTcp, kSharedCopies, kSharedInPlace };
+enum class Path { kTcp, kSharedCopies, kSharedInPlace, kSharedInPlaceChecked };
+
+// Floats each rank checksums per reduction in place (CpuBackend::ReduceShared
+// and ReduceAndApply): it seals its partial's `ranks` slices, checks its slice
+// of every partial, seals its slice of the reduced vector, checks all of it.
+size_t ChecksummedFloats(size_t slice, int ranks) { return (3 * static_cast<size_t>(ranks) + 1) * slice; }
 
 // One path on its own rendezvous: `rounds` reductions of `slice` floats per
 // rank and peer, each as CpuBackend::Reduce runs it: an all-to-all, this
@@ -54,6 +65,8 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
   const size_t total = slice * static_cast<size_t>(ranks);
   dmlp::SharedSizes sizes{total * sizeof(float)};
   if (path == Path::kSharedInPlace) sizes = {0, total, total};
+  if (path == Path::kSharedInPlaceChecked) sizes = {0, total, total, slice};
+  const bool in_place = path == Path::kSharedInPlace || path == Path::kSharedInPlaceChecked;
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Collectives> collectives,
                         dmlp::ConnectCpuCollectives(*rendezvous, path == Path::kTcp ? dmlp::CpuTransport::kTcp
                                                                                     : dmlp::CpuTransport::kSharedMemory,
@@ -61,15 +74,45 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
   auto* shared = dynamic_cast<dmlp::SharedMemoryCollectives*>(collectives.get());
   if ((shared != nullptr) != (path != Path::kTcp)) return Fail("the transport asked for did not run");
   std::vector<float> own_partial(total, 1.0f + static_cast<float>(rank)), received(total), own_reduced(total);
-  float* partial = shared && path == Path::kSharedInPlace ? shared->Partials(rank) : own_partial.data();
-  float* reduced = shared && path == Path::kSharedInPlace ? shared->Reduced() : own_reduced.data();
+  float* partial = shared && in_place ? shared->Partials(rank) : own_partial.data();
+  float* reduced = shared && in_place ? shared->Reduced() : own_reduced.data();
   std::fill(partial, partial + total, 1.0f + static_cast<float>(rank));
   const size_t own = static_cast<size_t>(rank) * slice;
   Timings timings;
   for (int round = -3; round < rounds; ++round) {  // three rounds to warm up
     DMLP_RETURN_IF_ERROR(collectives->Barrier());
     const Clock::time_point started = Clock::now();
-    if (path == Path::kSharedInPlace) {
+    Clock::duration checksums{};
+    // Times one checksum step of the in place path (none on the others).
+    const auto timed = [&](auto&& step) {
+      const Clock::time_point at = Clock::now();
+      dmlp::Status status = step();
+      checksums += Clock::now() - at;
+      return status;
+    };
+    const auto seal = [&](const float* first, int count) {
+      for (int i = 0; i < count; ++i) {
+        const float* written = first + i * slice;
+        shared->SealSlice(written, dmlp::SliceChecksum(written, slice));
+      }
+      return dmlp::Status::Ok();
+    };
+    const auto check = [&](const float* first, size_t stride) {
+      for (int i = 0; i < ranks; ++i) {
+        const float* read = first + i * stride;
+        DMLP_RETURN_IF_ERROR(shared->CheckSlice(read, dmlp::SliceChecksum(read, slice)));
+      }
+      return dmlp::Status::Ok();
+    };
+    if (path == Path::kSharedInPlaceChecked) {
+      DMLP_RETURN_IF_ERROR(timed([&] { return seal(partial, ranks); }));
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+      dmlp::FoldShardsInOrder(shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, reduced + own);
+      DMLP_RETURN_IF_ERROR(timed([&] { return check(shared->Partials(0) + own, total); }));
+      DMLP_RETURN_IF_ERROR(timed([&] { return seal(reduced + own, 1); }));
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+      DMLP_RETURN_IF_ERROR(timed([&] { return check(reduced, slice); }));
+    } else if (path == Path::kSharedInPlace) {
       DMLP_RETURN_IF_ERROR(collectives->Barrier());
       dmlp::FoldShardsInOrder(shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, reduced + own);
       DMLP_RETURN_IF_ERROR(collectives->Barrier());
@@ -79,6 +122,7 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
       DMLP_RETURN_IF_ERROR(collectives->AllGather(reduced + own, reduced, slice));
     }
     if (round >= 0) timings.exchange.push_back(Seconds(Clock::now() - started));
+    if (round >= 0) timings.checksums.push_back(Seconds(checksums));
   }
   DMLP_RETURN_IF_ERROR(rendezvous->Barrier("bench-end"));
   collectives.reset();
@@ -122,6 +166,25 @@ dmlp::Result<double> CopyRate(int port, int rank, int ranks, size_t bytes, int r
   return static_cast<double>(bytes) / Median(seconds);
 }
 
+// The rate (bytes/s) at which each rank reads `bytes` of its own memory with
+// every rank reading at once: the floor of a checksum, which only reads.
+dmlp::Result<double> ReadRate(int port, int rank, int ranks, size_t bytes, int rounds) {
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Rendezvous> rendezvous,
+                        dmlp::Rendezvous::Join(dmlp::testing::RendezvousTestOptions(port, rank, ranks, 60)));
+  std::vector<uint64_t> words(bytes / sizeof(uint64_t), 1);
+  std::vector<double> seconds;
+  uint64_t sum = 0;
+  for (int round = -3; round < rounds; ++round) {
+    DMLP_RETURN_IF_ERROR(rendezvous->Barrier("read"));
+    const Clock::time_point started = Clock::now();
+    for (uint64_t word : words) sum += word;
+    if (round >= 0) seconds.push_back(Seconds(Clock::now() - started));
+    words[static_cast<size_t>(round + 3) % words.size()] = sum;  // the sum is used
+  }
+  DMLP_RETURN_IF_ERROR(rendezvous->Close());
+  return static_cast<double>(words.size() * sizeof(uint64_t)) / Median(seconds);
+}
+
 std::string Range(const std::vector<double>& seconds) {
   const auto [low, high] = std::minmax_element(seconds.begin(), seconds.end());
   char text[96];
@@ -129,11 +192,19 @@ std::string Range(const std::vector<double>& seconds) {
   return text;
 }
 
+// Range in microseconds, for the checksums of small gradients.
+std::string RangeMicroseconds(const std::vector<double>& seconds) {
+  const auto [low, high] = std::minmax_element(seconds.begin(), seconds.end());
+  char text[96];
+  std::snprintf(text, sizeof text, "%.1f us (range %.1f-%.1f)", Median(seconds) * 1e6, *low * 1e6, *high * 1e6);
+  return text;
+}
+
 int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, int rounds) {
   const size_t slice = (floats + static_cast<size_t>(ranks) - 1) / static_cast<size_t>(ranks);
   std::vector<Timings> paths;
   dmlp::Status failed = dmlp::Status::Ok();
-  for (Path path : {Path::kTcp, Path::kSharedCopies, Path::kSharedInPlace}) {
+  for (Path path : {Path::kTcp, Path::kSharedCopies, Path::kSharedInPlace, Path::kSharedInPlaceChecked}) {
     auto timings = Measure(ports[paths.size()], rank, ranks, path, slice, rounds);
     if (!timings.ok()) {
       failed = timings.status();
@@ -141,15 +212,18 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
     }
     paths.push_back(*timings);
   }
-  auto fold = failed.ok() ? FoldAlone(ports[3], rank, ranks, slice, rounds) : dmlp::Result<Timings>(failed);
+  auto fold = failed.ok() ? FoldAlone(ports[4], rank, ranks, slice, rounds) : dmlp::Result<Timings>(failed);
   // The copying shared path copies, per rank and reduction: its blocks for
   // the peers into its outbox, its own block across, the peers' blocks for it
   // out; then its slice into its outbox and the peers' slices out.
   const size_t peers = static_cast<size_t>(ranks) - 1;
   const size_t copy_bytes = (3 * peers + 2) * slice * sizeof(float);
-  auto rate = fold.ok() ? CopyRate(ports[4], rank, ranks, copy_bytes, rounds) : dmlp::Result<double>(fold.status());
-  if (!rate.ok()) {
-    std::fprintf(stderr, "transport_bench: rank %d: %s\n", rank, rate.status().ToString().c_str());
+  auto rate = fold.ok() ? CopyRate(ports[5], rank, ranks, copy_bytes, rounds) : dmlp::Result<double>(fold.status());
+  const size_t checksummed_bytes = ChecksummedFloats(slice, ranks) * sizeof(float);
+  auto read_rate =
+      rate.ok() ? ReadRate(ports[6], rank, ranks, checksummed_bytes, rounds) : dmlp::Result<double>(rate.status());
+  if (!read_rate.ok()) {
+    std::fprintf(stderr, "transport_bench: rank %d: %s\n", rank, read_rate.status().ToString().c_str());
     return 1;
   }
   if (rank != 0) return 0;
@@ -169,6 +243,15 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
   std::printf("  shared, in place      %s   barrier, fold, barrier (dmlp-train's): %.2fx faster than tcp, "
               "%.2fx the fold alone\n",
               Range(paths[2].exchange).c_str(), tcp / in_place, in_place / folding);
+  const double checksums = Median(paths[3].checksums);
+  const double read_floor = static_cast<double>(checksummed_bytes) / *read_rate;
+  std::printf("  shared, in place, checked  %s   with the checksums (dmlp-train's since they came): %.2fx the "
+              "unchecked path\n",
+              Range(paths[3].exchange).c_str(), Median(paths[3].exchange) / in_place);
+  std::printf("  of which checksums    %s   per rank and update; their floor %.1f us (%.3f MB read at %.1f GB/s, "
+              "every rank at once): %.2fx the floor\n",
+              RangeMicroseconds(paths[3].checksums).c_str(), read_floor * 1e6,
+              static_cast<double>(checksummed_bytes) / 1e6, *read_rate / 1e9, checksums / read_floor);
   return 0;
 }
 
@@ -183,7 +266,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "timed exchanges per transport")->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
   std::vector<int> ports;
-  for (int i = 0; i < 5; ++i) ports.push_back(dmlp::testing::FreePort());
+  for (int i = 0; i < 7; ++i) ports.push_back(dmlp::testing::FreePort());
   std::vector<pid_t> children;
   for (int rank = 0; rank < ranks; ++rank) {
     const pid_t pid = fork();

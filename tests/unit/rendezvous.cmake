@@ -11,6 +11,7 @@ add_executable(collectives_gloo_test ${CMAKE_CURRENT_LIST_DIR}/collectives_gloo_
 target_link_libraries(collectives_gloo_test PRIVATE dmlp_collectives_gloo GTest::gtest_main)
 gtest_discover_tests(collectives_gloo_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
 
-add_executable(collectives_shm_test ${CMAKE_CURRENT_LIST_DIR}/collectives_shm_test.cc)
+add_executable(collectives_shm_test ${CMAKE_CURRENT_LIST_DIR}/collectives_shm_test.cc
+                                    ${CMAKE_CURRENT_LIST_DIR}/collectives_shm_integrity_test.cc)
 target_link_libraries(collectives_shm_test PRIVATE dmlp_collectives_gloo GTest::gtest_main)
 gtest_discover_tests(collectives_shm_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)

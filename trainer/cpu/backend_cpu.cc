@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
 #include "trainer/cpu/mlp_cpu.h"
+#include "trainer/cpu/slice_checksum.h"
 #include "trainer/math/data.h"
 #include "trainer/math/ordered_reduce.h"
 #include "trainer/rendezvous/rendezvous.h"
@@ -108,6 +110,7 @@ class CpuBackend final : public Backend {
   }
 
   Status ComputePartials(int64_t step, int64_t microbatch) override {
+    update_ = "step " + std::to_string(step) + " microbatch " + std::to_string(microbatch);
     for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
       ComputeShard(step, microbatch, plan_.first_shard() + static_cast<int64_t>(local),
                    partials_ + local * reduction_.padded_length());
@@ -117,20 +120,27 @@ class CpuBackend final : public Backend {
 
   Status ReduceAndApply() override {
     DMLP_ASSIGN_OR_RETURN(const float* reduced, Reduce());
-    PhaseTimer timer(optimizer_seconds_);
-    last_loss_ = reduced[reduction_.loss_index()] / static_cast<float>(plan_.batch);
-    int32_t count = 0;
-    std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
-    count = AdamNextCount(count);
-    // Element-wise: each parameter's update reads only its own four values.
-    const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
-    const float* grad = reduced;
-    float *p = params(), *m = mu(), *v = nu();
-    ParallelRanges(layout_.parameter_count(), kElementGrain, [=](size_t first, size_t last) {
-      AdamUpdate(scalars, grad + first, p + first, m + first, v + first, last - first);
-    });
-    std::memcpy(image_.data() + layout_.count_offset(), &count, 4);
-    return Status::Ok();
+    {
+      PhaseTimer timer(optimizer_seconds_);
+      last_loss_ = reduced[reduction_.loss_index()] / static_cast<float>(plan_.batch);
+      int32_t count = 0;
+      std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
+      count = AdamNextCount(count);
+      // Element-wise: each parameter's update reads only its own four values.
+      const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
+      const float* grad = reduced;
+      float *p = params(), *m = mu(), *v = nu();
+      ParallelRanges(layout_.parameter_count(), kElementGrain, [=](size_t first, size_t last) {
+        AdamUpdate(scalars, grad + first, p + first, m + first, v + first, last - first);
+      });
+      std::memcpy(image_.data() + layout_.count_offset(), &count, 4);
+    }
+    if (!shared_) return Status::Ok();
+    // After the loss and the optimizer read the segment's reduced vector: a
+    // write into it since its slices were sealed shows now, and fails the
+    // update before its receipt (ReduceShared).
+    PhaseTimer timer(collective_seconds_);
+    return CheckSharedSlices(shared_->Reduced(), static_cast<size_t>(plan_.num_processes), reduction_.slice_length());
   }
 
   Result<float> LastLoss() override { return last_loss_; }
@@ -276,13 +286,52 @@ class CpuBackend final : public Backend {
     const size_t own = static_cast<size_t>(plan_.process_id) * slice;
     {
       PhaseTimer timer(collective_seconds_);
+      // Sealed here, not after ComputePartials: the shard audit's test fault
+      // flips a partial bit in between, and must reach the reduction as before.
+      SealSharedSlices(partials_, reduction_.shards_per_rank * static_cast<size_t>(plan_.num_processes), slice);
       DMLP_RETURN_IF_ERROR(shared_->Barrier());
     }
     Fold(shared_->Partials(0) + own, static_cast<size_t>(plan_.data_shards), padded, slice,
          shared_->Reduced() + own);
     PhaseTimer timer(collective_seconds_);
+    // This rank's slice of every partial, read by the fold: checked after it.
+    for (int64_t shard = 0; shard < plan_.data_shards; ++shard) {
+      const float* read = shared_->Partials(0) + static_cast<size_t>(shard) * padded + own;
+      DMLP_RETURN_IF_ERROR(CheckSharedSlices(read, 1, slice));
+    }
+    SealSharedSlices(shared_->Reduced() + own, 1, slice);
     DMLP_RETURN_IF_ERROR(shared_->Barrier());
     return shared_->Reduced();
+  }
+
+  // The checksums of the segment's slices this rank publishes and reads
+  // (collectives_shm.h): `count` consecutive slices of `slice` floats from
+  // `first`. They read the bytes and never write them: no bit changes.
+  void SealSharedSlices(const float* first, size_t count, size_t slice) {
+    for (size_t i = 0; i < count; ++i) {
+      const float* written = first + i * slice;
+      shared_->SealSlice(written, ParallelChecksum(written, slice));
+    }
+  }
+
+  Status CheckSharedSlices(const float* first, size_t count, size_t slice) {
+    for (size_t i = 0; i < count; ++i) {
+      const float* read = first + i * slice;
+      if (Status checked = shared_->CheckSlice(read, ParallelChecksum(read, slice)); !checked.ok())
+        return checked.WithContext(update_);
+    }
+    return Status::Ok();
+  }
+
+  // SliceChecksum on the rank's threads: its terms add up in any split
+  // (pieces start at multiples of kElementGrain, a multiple of a checksum word).
+  static uint64_t ParallelChecksum(const float* slice, size_t count) {
+    static_assert(kElementGrain % kChecksumWordFloats == 0);
+    std::atomic<uint64_t> terms{0};
+    ParallelRanges(count, kElementGrain, [&](size_t first, size_t last) {
+      terms.fetch_add(ChecksumTerms(slice, first, last - first), std::memory_order_relaxed);
+    });
+    return FinishChecksum(terms.load(), count);
   }
 
   // FoldShardsInOrder on the rank's threads: each element's sum is whole on one thread.
@@ -312,6 +361,7 @@ class CpuBackend final : public Backend {
   std::vector<float> send_, receive_, reduced_;
   std::vector<float> audit_partial_;  // [padded]: a partial the shard audit hashes (its copy or a recomputed shard)
   float last_loss_ = 0;
+  std::string update_;  // "step S microbatch M" of the partials: names an update in errors
   double data_seconds_ = 0, compute_seconds_ = 0, collective_seconds_ = 0, optimizer_seconds_ = 0;
 };
 
@@ -361,6 +411,7 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
       const ReductionLayout reduction = ReductionFor(plan, layout);
       sizes.partial_floats = reduction.shards_per_rank * reduction.padded_length();
       sizes.reduced_floats = reduction.padded_length();
+      sizes.slice_floats = reduction.slice_length();
     }
     DMLP_ASSIGN_OR_RETURN(collectives, ConnectCpuCollectives(rendezvous, plan.cpu_transport, sizes));
   }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <immintrin.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -18,6 +20,7 @@
 
 #include "common/file_util.h"
 #include "trainer/cpu/collectives_gloo.h"
+#include "trainer/cpu/slice_checksum.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
@@ -39,7 +42,10 @@ size_t PageRound(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
-size_t HeaderBytes(int world_size) { return PageRound(kLine * (1 + static_cast<size_t>(world_size))); }
+// The header: its line, one line per rank, then the checksum table.
+size_t HeaderBytes(int world_size, size_t checksums) {
+  return PageRound(kLine * (1 + static_cast<size_t>(world_size)) + checksums * sizeof(uint64_t));
+}
 
 size_t RoundUpToGrain(size_t bytes) { return (bytes + kCapacityGrain - 1) / kCapacityGrain * kCapacityGrain; }
 
@@ -67,6 +73,17 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 
 Status ConnectError(int rank, const std::string& what) {
   return Status::Error("COLLECTIVE_ERROR", "connect: " + what + " (rank " + std::to_string(rank) + ")");
+}
+
+// Waits until process `pid` has exited, at most `bound`. Nothing to wait for
+// when it is this process (ranks as threads, in tests) or already gone.
+void AwaitExit(pid_t pid, std::chrono::milliseconds bound) {
+  if (pid == getpid()) return;
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;
+  pollfd exited{fd, POLLIN, 0};  // readable once the process has exited (a zombie counts)
+  poll(&exited, 1, static_cast<int>(bound.count()));
+  close(fd);
 }
 
 }  // namespace
@@ -105,8 +122,11 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
   const size_t capacity = RoundUpToGrain(sizes.outbox_bytes);
   partial_floats_ = sizes.partial_floats;
   reduced_floats_ = sizes.reduced_floats;
-  fixed_bytes_ = HeaderBytes(world_size_) +
-                 PageRound((static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_) * sizeof(float));
+  slice_floats_ = sizes.slice_floats;
+  const size_t area_floats = static_cast<size_t>(world_size_) * partial_floats_ + reduced_floats_;
+  area_slices_ = slice_floats_ == 0 ? 0 : area_floats / slice_floats_;
+  header_bytes_ = HeaderBytes(world_size_, area_slices_ + 2 * static_cast<size_t>(world_size_) * world_size_);
+  fixed_bytes_ = header_bytes_ + PageRound(area_floats * sizeof(float));
   if (rank_ == 0) {
     fd_ = static_cast<int>(syscall(SYS_memfd_create, "dmlp-collectives", MFD_CLOEXEC));
     if (fd_ < 0) return Status::Error("COLLECTIVE_ERROR", ErrnoText("memfd_create"));
@@ -170,12 +190,12 @@ size_t SharedMemoryCollectives::OutboxesBytes(size_t capacity) const {
 
 float* SharedMemoryCollectives::Partials(int rank) const {
   if (partial_floats_ == 0) return nullptr;
-  return reinterpret_cast<float*>(base_ + HeaderBytes(world_size_)) + static_cast<size_t>(rank) * partial_floats_;
+  return reinterpret_cast<float*>(base_ + header_bytes_) + static_cast<size_t>(rank) * partial_floats_;
 }
 
 float* SharedMemoryCollectives::Reduced() const {
   if (reduced_floats_ == 0) return nullptr;
-  return reinterpret_cast<float*>(base_ + HeaderBytes(world_size_)) +
+  return reinterpret_cast<float*>(base_ + header_bytes_) +
          static_cast<size_t>(world_size_) * partial_floats_;
 }
 
@@ -185,6 +205,14 @@ SharedMemoryCollectives::Slot& SharedMemoryCollectives::SlotOf(int rank) const {
 
 uint8_t* SharedMemoryCollectives::Outbox(int rank, uint32_t operation) const {
   return outboxes_ + (2 * static_cast<size_t>(rank) + operation % 2) * capacity_;
+}
+
+std::atomic<uint64_t>* SharedMemoryCollectives::Checksums() const {
+  return reinterpret_cast<std::atomic<uint64_t>*>(base_ + kLine * (1 + static_cast<size_t>(world_size_)));
+}
+
+std::atomic<uint64_t>& SharedMemoryCollectives::OutboxChecksum(int rank, uint32_t operation, int block) const {
+  return Checksums()[area_slices_ + (2 * static_cast<size_t>(rank) + operation % 2) * world_size_ + block];
 }
 
 Status SharedMemoryCollectives::Fail(const char* op, const std::string& what) {
@@ -246,12 +274,15 @@ Status SharedMemoryCollectives::AllToAll(const float* send, float* recv, size_t 
   auto* to = reinterpret_cast<uint8_t*>(recv);
   uint8_t* outbox = Outbox(rank_, op_);
   for (int q = 0; q < world_size_; ++q) {
-    if (q != rank_) std::memcpy(outbox + q * block, from + q * block, block);
+    if (q == rank_) continue;
+    std::memcpy(outbox + q * block, from + q * block, block);
+    OutboxChecksum(rank_, op_, q).store(SliceChecksum(send + q * count_per_peer, count_per_peer),
+                                        std::memory_order_relaxed);
   }
   std::memcpy(to + rank_ * block, from + rank_ * block, block);
   DMLP_RETURN_IF_ERROR(PublishAndWait("alltoall"));
   for (int p = 0; p < world_size_; ++p) {
-    if (p != rank_) std::memcpy(to + p * block, Outbox(p, op_) + rank_ * block, block);
+    if (p != rank_) DMLP_RETURN_IF_ERROR(ReadOutboxBlock("alltoall", p, rank_, rank_ * block, block, to + p * block));
   }
   return Status::Ok();
 }
@@ -264,10 +295,11 @@ Status SharedMemoryCollectives::AllGather(const float* send, float* recv, size_t
   DMLP_RETURN_IF_ERROR(Begin("allgather", block));
   auto* to = reinterpret_cast<uint8_t*>(recv);
   std::memcpy(Outbox(rank_, op_), send, block);
+  OutboxChecksum(rank_, op_, 0).store(SliceChecksum(send, count_per_rank), std::memory_order_relaxed);
   if (send != recv + static_cast<size_t>(rank_) * count_per_rank) std::memcpy(to + rank_ * block, send, block);
   DMLP_RETURN_IF_ERROR(PublishAndWait("allgather"));
   for (int p = 0; p < world_size_; ++p) {
-    if (p != rank_) std::memcpy(to + p * block, Outbox(p, op_), block);
+    if (p != rank_) DMLP_RETURN_IF_ERROR(ReadOutboxBlock("allgather", p, 0, 0, block, to + p * block));
   }
   return Status::Ok();
 }
@@ -327,20 +359,39 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
   } else {
     DMLP_ASSIGN_OR_RETURN(where, rendezvous.Get("transport/segment"));
     int pid = 0, fd = -1;
-    if (where.empty() || std::sscanf(where.c_str(), "%d %d", &pid, &fd) != 2) {
-      attached = Status::Error("COLLECTIVE_ERROR", "rank 0 has no segment");
+    if (where.empty()) {
+      // Rank 0 could not make one: its own outcome says why; this rank failed nothing.
+    } else if (std::sscanf(where.c_str(), "%d %d", &pid, &fd) != 2) {
+      attached = Status::Error("COLLECTIVE_ERROR", "rank 0's segment is not named as \"pid fd\": " + where);
     } else {
       attached = shm->Attach(pid, fd, sizes);
     }
   }
+  // Each rank's outcome: "" when it attached, else "<its pid> <why not>".
   DMLP_ASSIGN_OR_RETURN(std::vector<std::string> outcomes,
-                        rendezvous.AllGather("transport/attached", attached.ok() ? "" : attached.detail()));
+                        rendezvous.AllGather("transport/attached",
+                                             attached.ok() ? "" : std::to_string(getpid()) + " " + attached.detail()));
   for (int r = 0; r < world_size; ++r) {
     if (outcomes[r].empty()) continue;
-    const std::string why = "rank " + std::to_string(r) + " cannot share memory: " + outcomes[r];
-    if (any_shm) return ConnectError(rank, "DMLP_CPU_TRANSPORT=shm: " + why);
-    if (rank == 0) std::fprintf(stderr, "dmlp-train: warning: %s; the ranks use TCP\n", why.c_str());
-    return std::unique_ptr<Collectives>(std::move(shm->gloo_));
+    const size_t space = outcomes[r].find(' ');
+    const pid_t failed_pid = static_cast<pid_t>(std::atoi(outcomes[r].substr(0, space).c_str()));
+    const std::string why = "rank " + std::to_string(r) + " cannot share memory: " + outcomes[r].substr(space + 1);
+    if (!any_shm) {
+      if (rank == 0) std::fprintf(stderr, "dmlp-train: warning: %s; the ranks use TCP\n", why.c_str());
+      return std::unique_ptr<Collectives>(std::move(shm->gloo_));
+    }
+    // The job's failure is the failing rank's own error: it reports it now,
+    // while the others wait for it to leave (the rendezvous says PEER_LOST)
+    // and to exit, and only then fail. dmlp-launch names the first rank to
+    // exit; were every rank to fail here at once, that could be a healthy
+    // rank, or one that saw its coordinator go (PEER_LOST) first.
+    if (!attached.ok()) {
+      return ConnectError(rank, "DMLP_CPU_TRANSPORT=shm: rank " + std::to_string(rank) +
+                                    " cannot share memory: " + attached.detail());
+    }
+    Status left = rendezvous.Barrier("transport/unshared");  // never completes: the failing ranks never come
+    AwaitExit(failed_pid, rendezvous.heartbeat_timeout());   // one host: the pid is that rank's (LocalHostIdentity)
+    return left.ok() ? ConnectError(rank, "DMLP_CPU_TRANSPORT=shm: " + why) : left;
   }
   // Rank 0 may close nothing before every rank opened its fd: the barrier
   // also proves the segment works (the operation counters start at 0).

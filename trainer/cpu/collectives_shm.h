@@ -16,15 +16,24 @@
 // through /proc/<rank 0's pid>/fd/<fd>, so it needs no name in a file system
 // and CRIU dumps and restores its pages with the job (tests/e2e/criu). Its
 // layout: a header (per rank, in its own cache line, the number of operations
-// it has published, a futex word); the reduction area (every rank's partial
-// gradients and the reduced vector, which CpuBackend computes into and folds
-// from in place, so its ordered reduction copies nothing: two barriers); and
+// it has published, a futex word; then the checksums, below); the reduction
+// area (every rank's partial gradients and the reduced vector, which
+// CpuBackend computes into and folds from in place, so its ordered reduction
+// copies nothing: two barriers); and
 // per rank two outboxes of `capacity` bytes for AllToAll and AllGather. Operation n (counted alike on every rank, since every call is
 // collective) writes outbox n % 2, publishes n, waits until every peer
 // published n and reads their outboxes n % 2. Two outboxes need no second
 // wait: a peer has read my outbox n % 2 of operation n - 2 before it
 // published n - 1, which this rank waited for in operation n - 1. A call
 // larger than the outboxes grows them, every rank alike, after a barrier.
+//
+// What a rank publishes carries a checksum (slice_checksum.h) that its
+// readers recompute after reading: every outbox block, and every slice of the
+// reduction area (SealSlice, CheckSlice). Any process of the same user (or
+// root) can write into the segment through /proc/<pid>/fd; a stray write
+// between publisher and reader then fails the call with COLLECTIVE_ERROR
+// instead of reaching a receipt. A writer who also rewrites the checksum, or
+// writes before the publisher checksums, is not caught (docs/reliability.md).
 //
 // Waits spin briefly, then sleep on the peer's futex word in slices of
 // kWaitSlice; between slices a declared peer loss (the heartbeat, as with
@@ -60,16 +69,21 @@ struct SharedSizes {
   size_t outbox_bytes = 0;    // the largest AllToAll / AllGather call's (a larger one grows them)
   size_t partial_floats = 0;  // per rank, in the reduction area (SharedMemoryCollectives::Partials)
   size_t reduced_floats = 0;  // the reduced vector, in the reduction area (Reduced)
+  // The reduction area's unit of checksums (SealSlice); 0: none. REQUIRES:
+  // divides partial_floats and reduced_floats.
+  size_t slice_floats = 0;
 };
 
 /// Connects the CPU platform's collectives: the Gloo mesh always
 /// (GlooCollectives::Connect), and with `transport` auto or shm a segment
 /// shared by the ranks when their `host_identity` values (gathered through
 /// the rendezvous) are all equal, sized by `sizes`. Decided alike on every
-/// rank: any rank's tcp wins; shm with ranks on several hosts, or a segment
-/// that cannot be made or shared (RLIMIT_FSIZE, memory, /proc), is
-/// COLLECTIVE_ERROR on every rank; auto falls back to TCP then, with a
-/// warning. REQUIRES: `rendezvous` joined, world_size > 1.
+/// rank: any rank's tcp wins; shm with ranks on several hosts is
+/// COLLECTIVE_ERROR on every rank; shm with a segment that a rank cannot make
+/// or share (RLIMIT_FSIZE, memory, /proc) is COLLECTIVE_ERROR on that rank,
+/// and the others wait until it leaves (its caller reports and abandons the
+/// rendezvous), then return the wait's PEER_LOST; auto falls back to TCP
+/// then, with a warning. REQUIRES: `rendezvous` joined, world_size > 1.
 Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(
     Rendezvous& rendezvous, CpuTransport transport, const SharedSizes& sizes,
     const std::string& host_identity = LocalHostIdentity());
@@ -104,6 +118,18 @@ class SharedMemoryCollectives final : public Collectives {
   float* Partials(int rank) const;
   float* Reduced() const;
 
+  /// Publishes `checksum` (slice_checksum.h) of the reduction area's slice
+  /// that starts at `slice`, which this rank has just written, for the ranks
+  /// that read it after the next Barrier(). REQUIRES: SharedSizes::slice_floats
+  /// > 0, `slice` at a multiple of it from Partials(0).
+  void SealSlice(const float* slice, uint64_t checksum);
+  /// After this rank read the slice at `slice` and computed `checksum` of
+  /// what it read: COLLECTIVE_ERROR naming the slice and its writer when its
+  /// writer sealed another (its bytes changed in between); then every later
+  /// call fails with it. REQUIRES: as SealSlice, sealed before the Barrier()
+  /// this rank passed since.
+  Status CheckSlice(const float* slice, uint64_t checksum);
+
  private:
   friend Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous&, CpuTransport,
                                                                     const SharedSizes&, const std::string&);
@@ -121,6 +147,14 @@ class SharedMemoryCollectives final : public Collectives {
   size_t OutboxesBytes(size_t capacity) const;
   Slot& SlotOf(int rank) const;
   uint8_t* Outbox(int rank, uint32_t operation) const;
+  /// The checksum table: one word per reduction area slice, then one per
+  /// outbox block ([rank][operation % 2][block]).
+  std::atomic<uint64_t>* Checksums() const;
+  std::atomic<uint64_t>& OutboxChecksum(int rank, uint32_t operation, int block) const;
+  /// Copies `bytes` of `rank`'s outbox block `block` of the current operation to `to`, then checks them.
+  Status ReadOutboxBlock(const char* op, int rank, int block, size_t offset, size_t bytes, uint8_t* to);
+  /// Where the area's slice `index` lies, in words ("rank 1's partials, slice 3").
+  std::string DescribeSlice(size_t index) const;
   /// Begins operation op_ + 1 whose outbox needs `bytes`; grows the outboxes first if needed.
   Status Begin(const char* op, size_t bytes);
   /// Publishes the current operation and waits until every peer published it.
@@ -135,8 +169,11 @@ class SharedMemoryCollectives final : public Collectives {
   int fd_ = -1;                 // the memfd (rank 0 created it)
   uint8_t* base_ = nullptr;     // the header and the reduction area: fixed_bytes_
   size_t fixed_bytes_ = 0;
+  size_t header_bytes_ = 0;     // the lines and the checksum table, page-rounded
   size_t partial_floats_ = 0;
   size_t reduced_floats_ = 0;
+  size_t slice_floats_ = 0;
+  size_t area_slices_ = 0;       // checksummed slices in the reduction area
   uint8_t* outboxes_ = nullptr;  // 2 * world_size outboxes of capacity_ bytes
   size_t capacity_ = 0;          // bytes per outbox
   uint32_t op_ = 0;             // operations begun (wraps; compared as a difference)

@@ -2,9 +2,11 @@
 
 import json
 import math
+import mmap
 import os
 import signal
 import socket
+import struct
 import subprocess
 import time
 import unittest
@@ -325,6 +327,57 @@ class Failures(JobTestCase):
             self.assertEqual(result.returncode, 2)
             self.assertIn("ENV_INVALID: DMLP_CPU_GEMM=avx512: this CPU cannot run", result.stderr)
         self.assertFalse((self.scratch / "run").exists())
+
+    def test_a_rank_that_cannot_share_memory_is_the_failure_the_launcher_reports(self):
+        # Rank 0 alone runs under a file size limit (ulimit -f, which memfds
+        # obey) below the shared segment's size, so it cannot make it. Its own
+        # COLLECTIVE_ERROR must be the job's first failure; rank 1 waits for it
+        # to leave and exit, so that no PEER_LOST ("the coordinator closed the
+        # connection") or copy of rank 0's error from rank 1 comes first.
+        stand_in = self.scratch / "rank0-small-files.sh"
+        stand_in.write_text('#!/bin/sh\n[ "$PROCESS_ID" = 0 ] && ulimit -f 8\nexec "$DMLP_TRAIN"\n')
+        stand_in.chmod(0o755)
+        env = job_env(self.scratch / "run", 2, DMLP_CPU_TRANSPORT="shm")
+        env["DMLP_TRAIN"] = str(TRAIN)
+        result = run([LAUNCH, "--grace", "5", stand_in], env)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("dmlp-launch: rank 0 failed first: exited with code 1", result.stderr)
+        self.assertRegex(result.stderr, r"\[rank 0\] dmlp-train: error: COLLECTIVE_ERROR: connect: "
+                                        r"DMLP_CPU_TRANSPORT=shm: rank 0 cannot share memory: the shared "
+                                        r"segment's \d+ bytes exceed RLIMIT_FSIZE \(ulimit -f\) of \d+ bytes "
+                                        r"\(rank 0\)\n")
+        self.assertNotIn("[rank 1] dmlp-train: error: COLLECTIVE_ERROR", result.stderr)
+
+    def test_a_write_into_the_shared_segment_stops_the_job_instead_of_reaching_a_receipt(self):
+        # What a process of the same user can do to a job on the shared
+        # memory transport (docs/reliability.md): open rank 0's memfd through
+        # /proc, map it and change a float of the reduced vector the
+        # optimizers read. It writes again and again while the job runs;
+        # each write lands somewhere in an update, and the first between a
+        # slice's checksum and its readers' check stops the job there.
+        out = self.scratch / "run"
+        launcher = self.start([LAUNCH, "--grace", "5", TRAIN],
+                              job_env(out, 2, STEPS=100000, DMLP_CPU_TRANSPORT="shm"))
+        wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2 or launcher.poll() is not None, 60,
+                 "two receipts of rank 1")
+        rank0 = rank_pids(launcher.pid)[0]
+        memfd = next(fd for fd in Path(f"/proc/{rank0}/fd").iterdir()
+                     if "memfd:dmlp-collectives" in os.readlink(fd))
+        # The segment's layout (collectives_shm.h) for TINY at 2 ranks: a
+        # header page, each rank's 2 partials of 838 floats, the reduced vector.
+        reduced = 4096 + 2 * 2 * 838 * 4
+        deadline = time.monotonic() + 120  # without the checks the job would train on, wrongly
+        with open(memfd, "r+b") as segment, mmap.mmap(segment.fileno(), 0) as shared:
+            while launcher.poll() is None and time.monotonic() < deadline:
+                value = struct.unpack_from("<f", shared, reduced + 4)[0]
+                struct.pack_into("<f", shared, reduced + 4, value + 1.0)
+        self.assertIsNotNone(launcher.poll(), "the job trained on with a changed reduced vector")
+        stderr = launcher.stderr.read()
+        self.assertEqual(launcher.returncode, 1, stderr)
+        self.assertRegex(stderr, r"dmlp-train: error: COLLECTIVE_ERROR: step \d+ microbatch \d: reduce: the "
+                                 r"shared segment's reduced vector, slice 0 changed after its writer published "
+                                 r"it \(checksum [0-9a-f]{16} published, [0-9a-f]{16} read\) \(rank [01]\)")
+        self.assertFalse((out / "result.json").exists())
 
     def test_a_bad_transport_is_env_invalid(self):
         result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_TRANSPORT="rdma"))

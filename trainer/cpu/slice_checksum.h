@@ -1,0 +1,38 @@
+// defines: ChecksumTerms, FinishChecksum, SliceChecksum, kChecksumWordFloats
+//
+// A fast 64-bit checksum of the bytes a rank publishes through the shared
+// memory segment (collectives_shm.h), which each reader recomputes after
+// reading: a write into the segment by anybody else between the two shows as
+// a mismatch. It is no defence against a writer who knows this format (the
+// checksums lie in the same segment: docs/reliability.md), and it never
+// touches the bytes it covers, so it cannot change a receipt bit.
+//
+// The checksum of n 8-byte words w_0 .. w_{n-1} (a last odd float padded with
+// zeros) is Finish(sum over i of Mix(w_i ^ Key(i)), n), sums modulo 2^64.
+// Mix is a bijection (xor-shift, odd multiply, xor-shift), so a change of one
+// word always changes the sum; Key(i) makes every position's term differ, so
+// moved or swapped words show too; a change of several words cancels out with
+// a chance of about 2^-64. The sum does not care where it is split, which lets
+// a caller spread one slice over its threads (ChecksumTerms on pieces that
+// start at a multiple of kChecksumWordFloats, added up).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dmlp {
+
+/// Floats per checksum word: a piece other than the last starts and ends on a multiple of this.
+inline constexpr size_t kChecksumWordFloats = 2;
+
+/// The sum of the terms of floats [first, first + count) of a slice that
+/// starts at `slice`. REQUIRES: first is a multiple of kChecksumWordFloats.
+uint64_t ChecksumTerms(const float* slice, size_t first, size_t count);
+
+/// The checksum of a slice of `count` floats whose terms add up to `terms`.
+uint64_t FinishChecksum(uint64_t terms, size_t count);
+
+/// ChecksumTerms and FinishChecksum over a whole slice, on this thread.
+uint64_t SliceChecksum(const float* slice, size_t count);
+
+}  // namespace dmlp
