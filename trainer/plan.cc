@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -135,6 +136,25 @@ YAML::Node LoadOneDocument(const std::string& text) {
   return documents.empty() ? YAML::Node() : documents.front();
 }
 
+// YAML lets only tab, LF and CR stand raw in a file; yaml-cpp took a raw NUL
+// for a backslash instead ("seed: 4<NUL>x32" ran SEED=42, and "<NUL>u2028" in
+// OUT_DIR made a U+2028, which the control-character rule below lets pass). So
+// the bytes are checked before the parser sees them, naming where each is.
+Status CheckRawControlBytes(const std::string& path, const std::string& text) {
+  int64_t line = 1;
+  for (size_t offset = 0; offset < text.size(); ++offset) {
+    const unsigned char byte = static_cast<unsigned char>(text[offset]);
+    if (byte == '\n') ++line;
+    if (byte == '\t' || byte == '\n' || byte == '\r' || (byte >= 0x20 && byte != 0x7f)) continue;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", byte);
+    return Status::Error("CONFIG_INVALID", path + ": line " + std::to_string(line) + ", byte offset " +
+                                               std::to_string(offset) + ": the control byte " + hex +
+                                               " (YAML allows only tab, LF and CR raw)");
+  }
+  return Status::Ok();
+}
+
 // A value is the text of a plain or quoted scalar. An explicit tag (`!!float 5`,
 // `!!binary ...`) asks for a type dmlp would not apply (it reads text; 5 would
 // be taken as an integer), and a control character (a quoted "\0" cut OUT_DIR
@@ -217,6 +237,7 @@ Result<Environment> LoadConfigFile(const std::string& path) {
   if (!text.ok() && text.status().code() == "NOT_FOUND")
     return Status::Error("CONFIG_INVALID", path + ": cannot be read");
   if (!text.ok()) return Status::Error("CONFIG_INVALID", path + ": cannot be read: " + text.status().detail());
+  DMLP_RETURN_IF_ERROR(CheckRawControlBytes(path, *text));
   YAML::Node root;
   try {
     root = LoadOneDocument(*text);

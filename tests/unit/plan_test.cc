@@ -307,8 +307,9 @@ TEST(PlanTest, DivergenceCheckIsOnByDefaultComparedByRanksButNeverDecidesBits) {
 
 class ConfigFileTest : public ::testing::Test {
  protected:
+  // Set before any Write, so that an expectation may name it in the same statement.
+  void SetUp() override { path_ = ::testing::TempDir() + "/dmlp-config-" + std::to_string(::getpid()) + ".yaml"; }
   std::string Write(const std::string& text) {
-    path_ = ::testing::TempDir() + "/dmlp-config-" + std::to_string(::getpid()) + ".yaml";
     std::ofstream(path_) << text;
     return path_;
   }
@@ -342,7 +343,7 @@ TEST_F(ConfigFileTest, BadFilesAreConfigInvalid) {
             "CONFIG_INVALID: /nonexistent/dmlp.yaml: cannot be read");
 }
 
-// Issue 30 item 12: "\0" cut OUT_DIR short where the C library read it.
+// A quoted "\0" cut OUT_DIR short where the C library read it.
 TEST_F(ConfigFileTest, ControlCharactersInAValueAreRefused) {
   const std::string nul = Write("out_dir: \"/x/nulA\\0/evil\"\n");
   EXPECT_EQ(LoadConfigFile(nul).status().ToString(),
@@ -383,6 +384,19 @@ TEST_F(ConfigFileTest, AnInvalidValueFromTheFileIsReportedByName) {
   Environment env(values);
   env.FillFrom(*file);
   EXPECT_EQ(ReadPlan(env).status().ToString(), "ENV_INVALID: STEPS='zero' is not an integer");
+}
+
+// yaml-cpp took a raw NUL as an escape: "seed: 4<NUL>x32" ran SEED=42.
+TEST_F(ConfigFileTest, RawControlBytesAreRefusedWithTheirPlace) {
+  const std::string nul = Write(std::string("steps: 3\nseed: 4\0x32\n", 21));
+  EXPECT_EQ(LoadConfigFile(nul).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": line 2, byte offset 16: the control byte 0x00 "
+            "(YAML allows only tab, LF and CR raw)");
+  EXPECT_EQ(LoadConfigFile(Write("out_dir: /x/a\x1b[2Jb\n")).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": line 1, byte offset 13: the control byte 0x1b "
+            "(YAML allows only tab, LF and CR raw)");
+  EXPECT_EQ(LoadConfigFile(Write("steps: 3\x7f\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile(Write("steps:\t3\r\nseed: 4\r\n")).status().ToString(), "OK");
 }
 
 // Was std::__ios_failure out of yaml-cpp: SIGABRT, exit 134.
