@@ -50,7 +50,7 @@ Result<Enum> Choice(const Environment& env, const char* name, const char* fallba
     if (text == word) return value;
     allowed += (allowed.empty() ? "" : " or ") + std::string(word);
   }
-  return Invalid(std::string(name) + "=" + QuoteValue(text) + " must be " + allowed);
+  return InvalidValue(env, name, "must be " + allowed);
 }
 
 Status ReadModel(const Environment& env, Plan& plan) {
@@ -81,11 +81,11 @@ Status ReadPlace(const Environment& env, Plan& plan) {
 // The data and init are jax's (trainer/math/sample_math.h), whose key(SEED) keeps
 // the low 32 bits in the reference's 32-bit mode: a larger SEED would silently
 // repeat the experiment of SEED mod 2^32.
-Status CheckSeed(int64_t seed) {
+Status CheckSeed(const Environment& env, int64_t seed) {
   if (seed <= int64_t{0xFFFFFFFF}) return Status::Ok();
-  return Invalid("SEED=" + std::to_string(seed) +
-                 " must be < 2^32 (4294967296): jax.random.key keeps its low 32 bits, so it "
-                 "would repeat the experiment of SEED=" + std::to_string(seed & 0xFFFFFFFF));
+  return SettingError(env, "SEED", "=" + std::to_string(seed) +
+                      " must be < 2^32 (4294967296): jax.random.key keeps its low 32 bits, so it "
+                      "would repeat the experiment of SEED=" + std::to_string(seed & 0xFFFFFFFF));
 }
 
 Status CrossCheck(const Plan& plan) {
@@ -104,7 +104,7 @@ Status CrossCheck(const Plan& plan) {
 Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platform) {
   if (platform != Platform::kCuda) {
     if (env.Get("COLLECTIVES"))
-      return Invalid("COLLECTIVES applies to PLATFORM=cuda only (PLATFORM=cpu always uses gloo)");
+      return SettingError(env, "COLLECTIVES", " applies to PLATFORM=cuda only (PLATFORM=cpu always uses gloo)");
     return CollectivesKind::kGloo;
   }
   return Choice(env, "COLLECTIVES", "nccl",
@@ -187,7 +187,7 @@ Result<Plan> ReadPlan(const Environment& env) {
   Plan plan;
   DMLP_ASSIGN_OR_RETURN(plan.steps, RequireInteger(env, "STEPS", 1));
   DMLP_ASSIGN_OR_RETURN(plan.seed, RequireInteger(env, "SEED", 0, INT64_MAX));
-  DMLP_RETURN_IF_ERROR(CheckSeed(plan.seed));
+  DMLP_RETURN_IF_ERROR(CheckSeed(env, plan.seed));
   DMLP_ASSIGN_OR_RETURN(plan.batch, RequireInteger(env, "BATCH", 1));
   DMLP_ASSIGN_OR_RETURN(plan.microbatches, RequireInteger(env, "MICROBATCHES", 1));
   DMLP_ASSIGN_OR_RETURN(plan.learning_rate, RequirePositiveNumber(env, "LEARNING_RATE"));
@@ -264,7 +264,7 @@ Result<Environment> LoadConfigFile(const std::string& path) {
     if (!entry.second.IsScalar())
       return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' must be a scalar");
     DMLP_RETURN_IF_ERROR(CheckConfigValue(path, key, entry.second));
-    config.Set(name, entry.second.Scalar());
+    config.SetFromFile(name, entry.second.Scalar(), path);
   }
   return config;
 }

@@ -376,14 +376,50 @@ TEST_F(ConfigFileTest, UnknownKeysAreQuoted) {
             "CONFIG_INVALID: " + path_ + ": unknown key 'st\\u001bps'");
 }
 
-TEST_F(ConfigFileTest, AnInvalidValueFromTheFileIsReportedByName) {
-  Result<Environment> file = LoadConfigFile(Write("steps: zero\n"));
-  ASSERT_TRUE(file.ok());
+// ReadPlan's error for ValidEnv without `names`, under the file at `path`.
+std::string ErrorUnderFile(const std::string& path, std::initializer_list<const char*> names) {
+  Result<Environment> file = LoadConfigFile(path);
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
   Environment::Map values = ValidEnv().values();
-  values.erase("STEPS");
+  for (const char* name : names) values.erase(name);
   Environment env(values);
   env.FillFrom(*file);
+  return ReadPlan(env).status().ToString();
+}
+
+// The file's error names the file and its key, not an environment variable
+// the user never set.
+TEST_F(ConfigFileTest, AnInvalidValueFromTheFileNamesTheFileAndKey) {
+  EXPECT_EQ(ErrorUnderFile(Write("steps: zero\n"), {"STEPS"}),
+            "CONFIG_INVALID: " + path_ + ": steps='zero' is not an integer");
+  EXPECT_EQ(ErrorUnderFile(Write("seed: 4294967301\n"), {"SEED"}),
+            "CONFIG_INVALID: " + path_ + ": seed=4294967301 must be < 2^32 (4294967296): jax.random.key "
+            "keeps its low 32 bits, so it would repeat the experiment of SEED=5");
+  EXPECT_EQ(ErrorUnderFile(Write("learning_rate: -1\n"), {"LEARNING_RATE"}),
+            "CONFIG_INVALID: " + path_ + ": learning_rate='-1' must be finite and > 0");
+  EXPECT_EQ(ErrorUnderFile(Write("reduction: tree\n"), {}),
+            "CONFIG_INVALID: " + path_ + ": reduction='tree' must be ordered or allreduce");
+  EXPECT_EQ(ErrorUnderFile(Write("coordinator_port: 70000\n"), {"COORDINATOR_PORT"}),
+            "CONFIG_INVALID: " + path_ + ": coordinator_port='70000' must be <= 65535");
+  EXPECT_EQ(ErrorUnderFile(Write("width: ''\n"), {"WIDTH"}), "CONFIG_INVALID: " + path_ + ": width is empty");
+  EXPECT_EQ(ErrorUnderFile(Write("collectives: gloo\n"), {}),
+            "CONFIG_INVALID: " + path_ + ": collectives applies to PLATFORM=cuda only (PLATFORM=cpu always "
+            "uses gloo)");
+}
+
+TEST_F(ConfigFileTest, AValueTheEnvironmentOverridesIsTheEnvironments) {
+  // STEPS stays in the environment, which wins: its error is the environment's.
+  Result<Environment> file = LoadConfigFile(Write("steps: 5\n"));
+  ASSERT_TRUE(file.ok());
+  Environment env = ValidEnv();
+  env.Set("STEPS", "zero");
+  env.FillFrom(*file);
   EXPECT_EQ(ReadPlan(env).status().ToString(), "ENV_INVALID: STEPS='zero' is not an integer");
+  EXPECT_FALSE(env.FileOf("STEPS"));
+  // A value set over one from the file is no longer the file's.
+  Environment from_file = *file;
+  from_file.Set("STEPS", "6");
+  EXPECT_FALSE(from_file.FileOf("STEPS"));
 }
 
 // yaml-cpp took a raw NUL as an escape: "seed: 4<NUL>x32" ran SEED=42.

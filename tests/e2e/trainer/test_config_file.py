@@ -1,5 +1,6 @@
 """dmlp-train --config FILE against files a user got wrong: a raw control
-byte is refused with its place before the YAML parser sees it."""
+byte is refused with its place before the YAML parser sees it, and a bad value
+from the file names the file and its key, not an environment variable."""
 
 import unittest
 
@@ -41,6 +42,19 @@ class ConfigFile(JobTestCase):
         _, result = self.train(b"steps:\t2\r\nseed: 7\r\n", "SEED", "STEPS")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertPass(self.scratch / "run")
+
+    def test_a_bad_value_from_the_file_names_the_file_and_key(self):
+        config, result = self.train(b"seed: 4294967296\n", "SEED")
+        self.assertEqual(result.returncode, 2, result.stderr)  # was ENV_INVALID: SEED=...
+        self.assertEqual(result.stderr, f"dmlp-train: error: CONFIG_INVALID: {config}: seed=4294967296 must be "
+                                        "< 2^32 (4294967296): jax.random.key keeps its low 32 bits, so it would "
+                                        "repeat the experiment of SEED=0\n")
+        config, result = self.train(b"batch: sixteen\n", "BATCH")
+        self.assertEqual(result.stderr, f"dmlp-train: error: CONFIG_INVALID: {config}: batch='sixteen' "
+                                        "is not an integer\n")
+        # The environment wins over the file, and so its value's error is its own.
+        _, result = self.train(b"batch: 16\n", BATCH="sixteen")
+        self.assertEqual(result.stderr, "dmlp-train: error: ENV_INVALID: BATCH='sixteen' is not an integer\n")
 
 
 if __name__ == "__main__":
