@@ -35,6 +35,15 @@ class CgroupMemoryTest : public ::testing::Test {
   static std::string V1MemoryMount(const std::string& mounted = "/") {
     return "35 31 0:32 " + mounted + " /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n";
   }
+  // One cgroup directory's limit and use, v2's files or v1's.
+  void V2Level(const std::string& directory, const std::string& max, const std::string& current) {
+    Write(directory + "/memory.max", max + "\n");
+    Write(directory + "/memory.current", current + "\n");
+  }
+  void V1Level(const std::string& directory, const std::string& limit, const std::string& usage) {
+    Write(directory + "/memory.limit_in_bytes", limit + "\n");
+    Write(directory + "/memory.usage_in_bytes", usage + "\n");
+  }
   std::optional<CgroupMemory> Read() { return ReadCgroupMemory(root_.string()); }
 
   fs::path root_;
@@ -43,8 +52,7 @@ class CgroupMemoryTest : public ::testing::Test {
 TEST_F(CgroupMemoryTest, V2LimitLessWhatIsInUse) {
   Write("proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n" + V2Mount());
   Write("proc/self/cgroup", "0::/job\n");
-  Write("sys/fs/cgroup/job/memory.max", "67108864\n");
-  Write("sys/fs/cgroup/job/memory.current", "10485760\n");
+  V2Level("sys/fs/cgroup/job", "67108864", "10485760");
   // Inactive page cache is reclaimed before an OOM kill: not in use.
   Write("sys/fs/cgroup/job/memory.stat", "anon 1048576\nfile 9437184\ninactive_file 4194304\n");
   std::optional<CgroupMemory> memory = Read();
@@ -59,12 +67,9 @@ TEST_F(CgroupMemoryTest, V2LimitLessWhatIsInUse) {
 TEST_F(CgroupMemoryTest, TheTightestAncestorWins) {
   Write("proc/self/mountinfo", V2Mount());
   Write("proc/self/cgroup", "0::/a/b/c\n");
-  Write("sys/fs/cgroup/a/memory.max", "1000\n");
-  Write("sys/fs/cgroup/a/memory.current", "900\n");
-  Write("sys/fs/cgroup/a/b/memory.max", "max\n");
-  Write("sys/fs/cgroup/a/b/memory.current", "500\n");
-  Write("sys/fs/cgroup/a/b/c/memory.max", "800\n");
-  Write("sys/fs/cgroup/a/b/c/memory.current", "400\n");
+  V2Level("sys/fs/cgroup/a", "1000", "900");
+  V2Level("sys/fs/cgroup/a/b", "max", "500");
+  V2Level("sys/fs/cgroup/a/b/c", "800", "400");
   std::optional<CgroupMemory> memory = Read();
   ASSERT_TRUE(memory);
   // c leaves 400, but a, shared with other groups, leaves only 100.
@@ -76,8 +81,7 @@ TEST_F(CgroupMemoryTest, TheTightestAncestorWins) {
 TEST_F(CgroupMemoryTest, NoLimitAnywhereIsNothing) {
   Write("proc/self/mountinfo", V2Mount());
   Write("proc/self/cgroup", "0::/a\n");
-  Write("sys/fs/cgroup/a/memory.max", "max\n");
-  Write("sys/fs/cgroup/a/memory.current", "500\n");
+  V2Level("sys/fs/cgroup/a", "max", "500");
   EXPECT_FALSE(Read());
   // No cgroup file system at all (a fake tree without /proc either).
   fs::remove_all(root_ / "proc");
@@ -92,8 +96,7 @@ TEST_F(CgroupMemoryTest, V1MemoryController) {
   Write("proc/self/cgroup", "8:pids:/\n4:memory:/docker/abc\n1:cpu:/\n0::/\n");
   Write("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");  // v1's "no limit"
   Write("sys/fs/cgroup/memory/docker/memory.limit_in_bytes", "9223372036854771712\n");
-  Write("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "268435456\n");
-  Write("sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes", "16777216\n");
+  V1Level("sys/fs/cgroup/memory/docker/abc", "268435456", "16777216");
   Write("sys/fs/cgroup/memory/docker/abc/memory.stat", "cache 8388608\ntotal_inactive_file 8388608\n");
   std::optional<CgroupMemory> memory = Read();
   ASSERT_TRUE(memory);
@@ -107,8 +110,7 @@ TEST_F(CgroupMemoryTest, AContainersOwnCgroupMountedAsTheRoot) {
   // path, the mount shows that directory at the mount point.
   Write("proc/self/mountinfo", V1MemoryMount("/docker/abc"));
   Write("proc/self/cgroup", "4:memory:/docker/abc\n");
-  Write("sys/fs/cgroup/memory/memory.limit_in_bytes", "134217728\n");
-  Write("sys/fs/cgroup/memory/memory.usage_in_bytes", "0\n");
+  V1Level("sys/fs/cgroup/memory", "134217728", "0");
   std::optional<CgroupMemory> memory = Read();
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->available, 134217728u);
@@ -119,10 +121,8 @@ TEST_F(CgroupMemoryTest, HybridHostTakesTheTighterOfBoth) {
   // The unified hierarchy beside v1's, with the memory controller on both.
   Write("proc/self/mountinfo", V1MemoryMount() + "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
   Write("proc/self/cgroup", "4:memory:/v1\n0::/v2\n");
-  Write("sys/fs/cgroup/memory/v1/memory.limit_in_bytes", "5000\n");
-  Write("sys/fs/cgroup/memory/v1/memory.usage_in_bytes", "1000\n");
-  Write("sys/fs/cgroup/unified/v2/memory.max", "3000\n");
-  Write("sys/fs/cgroup/unified/v2/memory.current", "1000\n");
+  V1Level("sys/fs/cgroup/memory/v1", "5000", "1000");
+  V2Level("sys/fs/cgroup/unified/v2", "3000", "1000");
   std::optional<CgroupMemory> memory = Read();
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->available, 2000u);
@@ -132,8 +132,7 @@ TEST_F(CgroupMemoryTest, HybridHostTakesTheTighterOfBoth) {
 TEST_F(CgroupMemoryTest, UseAboveTheLimitLeavesNothing) {
   Write("proc/self/mountinfo", V2Mount());
   Write("proc/self/cgroup", "0::/full\n");
-  Write("sys/fs/cgroup/full/memory.max", "4096\n");
-  Write("sys/fs/cgroup/full/memory.current", "8192\n");
+  V2Level("sys/fs/cgroup/full", "4096", "8192");
   std::optional<CgroupMemory> memory = Read();
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->available, 0u);
@@ -142,8 +141,7 @@ TEST_F(CgroupMemoryTest, UseAboveTheLimitLeavesNothing) {
 TEST_F(CgroupMemoryTest, EscapedMountPoint) {
   Write("proc/self/mountinfo", "30 23 0:27 / /cg\\040root rw - cgroup2 cgroup2 rw\n");
   Write("proc/self/cgroup", "0::/j\n");
-  Write("cg root/j/memory.max", "2048\n");
-  Write("cg root/j/memory.current", "48\n");
+  V2Level("cg root/j", "2048", "48");
   std::optional<CgroupMemory> memory = Read();
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->available, 2000u);
