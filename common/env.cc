@@ -85,12 +85,30 @@ Result<double> ParseFiniteDouble(std::string_view text) {
   return value;
 }
 
+namespace {
+
+// The file's key for a variable: its name in lower case (LoadConfigFile).
+std::string ConfigKey(std::string_view name) {
+  std::string key(name);
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key;
+}
+
+}  // namespace
+
 Status SettingError(const Environment& env, std::string_view name, std::string_view text) {
   std::optional<std::string> file = env.FileOf(name);
   if (!file) return Status::Error("ENV_INVALID", std::string(name) + std::string(text));
-  std::string key(name);
-  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return Status::Error("CONFIG_INVALID", *file + ": " + key + std::string(text));
+  return Status::Error("CONFIG_INVALID", *file + ": " + ConfigKey(name) + std::string(text));
+}
+
+std::string FileSources(const Environment& env, std::initializer_list<std::string_view> names) {
+  std::string sources;
+  for (std::string_view name : names) {
+    std::optional<std::string> file = env.FileOf(name);
+    if (file) sources += (sources.empty() ? " (" : ", ") + ConfigKey(name) + " from " + *file;
+  }
+  return sources.empty() ? sources : sources + ")";
 }
 
 Status InvalidValue(const Environment& env, std::string_view name, std::string_view detail) {

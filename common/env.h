@@ -1,5 +1,5 @@
 // defines: Environment, ParseInteger, ParseFiniteDouble, SettingError, InvalidValue, RequireString,
-//          RequireInteger, RequirePositiveNumber
+//          FileSources, RequireInteger, RequirePositiveNumber
 //
 // Strict reading of configuration values, as reference/runtime.py does it:
 //   missing variable          -> ENV_MISSING: NAME
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,6 +56,9 @@ Result<double> ParseFiniteDouble(std::string_view text);
 /// An error about the setting `name`, `text` following its name: "ENV_INVALID: NAME" + text,
 /// or for a value from a file "CONFIG_INVALID: FILE: name" + text.
 Status SettingError(const Environment& env, std::string_view name, std::string_view text);
+/// " (batch from FILE, ...)" naming those of `names` whose values came from a
+/// file, for an error about several settings; "" when none did.
+std::string FileSources(const Environment& env, std::initializer_list<std::string_view> names);
 /// SettingError "='value' detail" for the value `name` holds.
 /// REQUIRES: env holds `name`.
 Status InvalidValue(const Environment& env, std::string_view name, std::string_view detail);

@@ -60,7 +60,9 @@ Status ReadModel(const Environment& env, Plan& plan) {
   DMLP_ASSIGN_OR_RETURN(plan.model.classes, RequireInteger(env, "CLASSES", 1));
   // Constant time: building the layout of LAYERS=2000000000 took 6 s and 2.9 GB.
   Status shape = StateLayout::CheckShape(plan.model);
-  if (!shape.ok()) return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + shape.detail());
+  if (!shape.ok())
+    return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + shape.detail() +
+                   FileSources(env, {"FEATURES", "WIDTH", "LAYERS", "CLASSES"}));
   return Status::Ok();
 }
 
@@ -88,14 +90,19 @@ Status CheckSeed(const Environment& env, int64_t seed) {
                       "would repeat the experiment of SEED=" + std::to_string(seed & 0xFFFFFFFF));
 }
 
-Status CrossCheck(const Plan& plan) {
+// Rules between settings stay ENV_INVALID, naming the variables and, for
+// those from a --config file, the file (FileSources).
+Status CrossCheck(const Environment& env, const Plan& plan) {
   if (plan.batch % plan.num_processes != 0)
-    return Invalid("BATCH must be divisible by NUM_PROCESSES");
-  if (plan.batch % plan.data_shards != 0) return Invalid("BATCH must be divisible by DATA_SHARDS");
+    return Invalid("BATCH must be divisible by NUM_PROCESSES" + FileSources(env, {"BATCH", "NUM_PROCESSES"}));
+  if (plan.batch % plan.data_shards != 0)
+    return Invalid("BATCH must be divisible by DATA_SHARDS" + FileSources(env, {"BATCH", "DATA_SHARDS"}));
   if (plan.data_shards % plan.num_processes != 0)
-    return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES");
+    return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES" +
+                   FileSources(env, {"DATA_SHARDS", "NUM_PROCESSES"}));
   if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.platform != Platform::kCuda)
-    return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda");
+    return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda" +
+                   FileSources(env, {"MATMUL_PRECISION", "PLATFORM"}));
   return Status::Ok();
 }
 
@@ -223,7 +230,7 @@ Result<Plan> ReadPlan(const Environment& env) {
   DMLP_ASSIGN_OR_RETURN(std::string cpu_gemm, OptionalString(env, "DMLP_CPU_GEMM", "auto"));
   DMLP_ASSIGN_OR_RETURN(plan.cpu_gemm, ParseCpuGemm(cpu_gemm));
   DMLP_ASSIGN_OR_RETURN(plan.cpu_transport, ReadCpuTransport(env, plan.platform));
-  DMLP_RETURN_IF_ERROR(CrossCheck(plan));
+  DMLP_RETURN_IF_ERROR(CrossCheck(env, plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
   plan.job_id_source = std::move(job.source);

@@ -407,6 +407,20 @@ TEST_F(ConfigFileTest, AnInvalidValueFromTheFileNamesTheFileAndKey) {
             "uses gloo)");
 }
 
+// A rule between settings stays ENV_INVALID and names the file of those from one.
+TEST_F(ConfigFileTest, ARuleBetweenSettingsNamesTheFileOfThoseFromIt) {
+  EXPECT_EQ(ErrorUnderFile(Write("batch: 9\n"), {"BATCH"}),
+            "ENV_INVALID: BATCH must be divisible by NUM_PROCESSES (batch from " + path_ + ")");
+  EXPECT_EQ(ErrorUnderFile(Write("batch: 6\ndata_shards: 4\n"), {"BATCH"}),
+            "ENV_INVALID: BATCH must be divisible by DATA_SHARDS (batch from " + path_ + ", data_shards from " +
+                path_ + ")");
+  EXPECT_EQ(ErrorUnderFile(Write("matmul_precision: tf32\n"), {}),
+            "ENV_INVALID: MATMUL_PRECISION=tf32 requires PLATFORM=cuda (matmul_precision from " + path_ + ")");
+  EXPECT_EQ(ErrorUnderFile(Write("width: 65536\nlayers: 2000000000\n"), {"WIDTH", "LAYERS"}),
+            "ENV_INVALID: FEATURES/WIDTH/LAYERS/CLASSES: model too large (width from " + path_ + ", layers from " +
+                path_ + ")");
+}
+
 TEST_F(ConfigFileTest, AValueTheEnvironmentOverridesIsTheEnvironments) {
   // STEPS stays in the environment, which wins: its error is the environment's.
   Result<Environment> file = LoadConfigFile(Write("steps: 5\n"));
