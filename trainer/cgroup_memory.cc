@@ -105,16 +105,18 @@ std::optional<std::string> CgroupPath(const std::string& root, const Hierarchy& 
   return std::nullopt;
 }
 
-// The tightest limit from `path` up to the hierarchy's mounted root.
+// The tightest limit from this process's cgroup up to the hierarchy's mounted root.
 std::optional<CgroupMemory> TightestIn(const std::string& root, const Hierarchy& hierarchy) {
   const std::optional<Mount> mount = FindMount(root, hierarchy);
   std::optional<std::string> path = CgroupPath(root, hierarchy);
   if (!mount || !path) return std::nullopt;
-  // Below the mounted root: the rest of the path. Elsewhere (a cgroup
-  // namespace's "/" over another root) the mount is the process's own cgroup.
+  // Below the mounted root: the rest of the path. Elsewhere (a path outside
+  // this cgroup namespace, shown with "/..") the mount is taken for the
+  // process's own cgroup, never a directory above it.
   std::string below;
   const std::string& mounted = mount->root;
-  if (mounted == "/") below = *path == "/" ? "" : *path;
+  if (path->find("/..") != std::string::npos) below = "";
+  else if (mounted == "/") below = *path == "/" ? "" : *path;
   else if (path->rfind(mounted, 0) == 0 && (path->size() == mounted.size() || (*path)[mounted.size()] == '/'))
     below = path->substr(mounted.size());
   std::optional<CgroupMemory> tightest;
@@ -132,7 +134,8 @@ std::optional<CgroupMemory> TightestIn(const std::string& root, const Hierarchy&
       }
     }
     if (below.empty()) break;
-    below.resize(below.rfind('/'));
+    const size_t parent = below.rfind('/');
+    below.resize(parent == std::string::npos ? 0 : parent);
   }
   return tightest;
 }

@@ -117,6 +117,19 @@ TEST_F(CgroupMemoryTest, AContainersOwnCgroupMountedAsTheRoot) {
   EXPECT_EQ(memory->cgroup, "/docker/abc");
 }
 
+TEST_F(CgroupMemoryTest, APathOutsideTheNamespaceIsTheMountItself) {
+  // A process moved out of this cgroup namespace shows "/.." paths; nothing
+  // above the mount may be read for it.
+  Write("proc/self/mountinfo", V2Mount());
+  Write("proc/self/cgroup", "0::/../elsewhere\n");
+  V2Level("sys/fs/cgroup", "4096", "96");
+  V2Level("sys/fs", "100", "0");
+  std::optional<CgroupMemory> memory = Read();
+  ASSERT_TRUE(memory);
+  EXPECT_EQ(memory->available, 4000u);
+  EXPECT_EQ(memory->cgroup, "/");
+}
+
 TEST_F(CgroupMemoryTest, HybridHostTakesTheTighterOfBoth) {
   // The unified hierarchy beside v1's, with the memory controller on both.
   Write("proc/self/mountinfo", V1MemoryMount() + "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
