@@ -1,14 +1,19 @@
-// defines: Environment, ParseInteger, ParseFiniteDouble, RequireString, RequireInteger, RequirePositiveNumber
+// defines: Environment, ParseInteger, ParseFiniteDouble, SettingError, InvalidValue, RequireString,
+//          FileSources, RequireInteger, RequirePositiveNumber
 //
 // Strict reading of configuration values, as reference/runtime.py does it:
 //   missing variable          -> ENV_MISSING: NAME
 //   empty or blank            -> ENV_EMPTY: NAME
 //   unparsable / out of range -> ENV_INVALID: NAME ...
+// A value that came from a --config file is the file's error, not the
+// environment's: CONFIG_INVALID: FILE: name ... with the file's lower-case key,
+// so the user edits the right place.
 // Integers are plain decimal digits (a leading '-' only where negatives are
 // allowed); no whitespace, no '+', no trailing garbage, no overflow.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,13 +33,18 @@ class Environment {
   static Environment FromProcess();
 
   std::optional<std::string> Get(std::string_view name) const;
-  void Set(std::string name, std::string value) { values_[std::move(name)] = std::move(value); }
-  /// Adds `other`'s entries that this one lacks (this one wins).
+  void Set(std::string name, std::string value);
+  /// Sets `name` as read from the configuration file `file`, which errors about it then name.
+  void SetFromFile(std::string name, std::string value, std::string file);
+  /// The file `name`'s value came from; nullopt for the environment or a value Set directly.
+  std::optional<std::string> FileOf(std::string_view name) const;
+  /// Adds `other`'s entries that this one lacks (this one wins), with their files.
   void FillFrom(const Environment& other);
   const Map& values() const { return values_; }
 
  private:
   Map values_;
+  Map files_;  // name -> configuration file, for the values that came from one
 };
 
 /// Parses decimal digits (optional '-' when min < 0) into [min, max]; the error
@@ -43,7 +53,17 @@ Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max);
 /// Parses a finite double with strtod semantics; whole text must be consumed.
 Result<double> ParseFiniteDouble(std::string_view text);
 
-/// ENV_MISSING / ENV_EMPTY, otherwise the value.
+/// An error about the setting `name`, `text` following its name: "ENV_INVALID: NAME" + text,
+/// or for a value from a file "CONFIG_INVALID: FILE: name" + text.
+Status SettingError(const Environment& env, std::string_view name, std::string_view text);
+/// " (batch from FILE, ...)" naming those of `names` whose values came from a
+/// file, for an error about several settings; "" when none did.
+std::string FileSources(const Environment& env, std::initializer_list<std::string_view> names);
+/// SettingError "='value' detail" for the value `name` holds.
+/// REQUIRES: env holds `name`.
+Status InvalidValue(const Environment& env, std::string_view name, std::string_view detail);
+
+/// ENV_MISSING / ENV_EMPTY, otherwise the value (CONFIG_INVALID: FILE: name is empty, for a file's).
 Result<std::string> RequireString(const Environment& env, std::string_view name);
 /// ENV_MISSING / ENV_EMPTY / ENV_INVALID: NAME ..., otherwise the value in [min, max].
 Result<int64_t> RequireInteger(const Environment& env, std::string_view name, int64_t min,

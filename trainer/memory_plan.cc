@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "trainer/backend.h"
+#include "trainer/cgroup_memory.h"
 
 namespace dmlp {
 namespace {
@@ -145,28 +147,37 @@ MemoryNeed EstimateMemory(const Plan& plan, int64_t snapshot_buffers) {
   return need;
 }
 
-uint64_t HostMemoryAvailable() {
-  uint64_t available = ProcKilobytes("/proc/meminfo", "MemAvailable");
-  if (available == 0) available = kSaturated;  // no /proc: nothing to compare with
+HostMemory HostMemoryAvailable() {
+  HostMemory host;
+  host.available = ProcKilobytes("/proc/meminfo", "MemAvailable");
+  if (host.available == 0) host.available = kSaturated;  // no /proc: nothing to compare with
   struct rlimit limit {};
   if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
     const uint64_t used = ProcKilobytes("/proc/self/status", "VmSize");
     const uint64_t cap = static_cast<uint64_t>(limit.rlim_cur);
-    available = std::min(available, cap > used ? cap - used : 0);
+    host.available = std::min(host.available, cap > used ? cap - used : 0);
   }
-  return available;
+  const std::optional<CgroupMemory> cgroup = ReadCgroupMemory();
+  if (cgroup && cgroup->available < host.available) {
+    host.available = cgroup->available;
+    host.bound = "memory cgroup " + cgroup->cgroup + ": " + cgroup->limit_file + " " +
+                 std::to_string(cgroup->limit) + " bytes, " + std::to_string(cgroup->in_use) + " in use";
+  }
+  return host;
 }
 
-Status CheckMemoryFits(uint64_t need, uint64_t available, bool device) {
+Status CheckMemoryFits(uint64_t need, uint64_t available, bool device, const std::string& bound) {
   if (need <= available && need != kSaturated) return Status::Ok();
   return Status::Error("PLAN_TOO_LARGE", "needs " + Bytes(need) + " bytes" +
                                              (device ? " of GPU memory" : "") + ", " +
-                                             Bytes(available) + " available");
+                                             Bytes(available) + " available" +
+                                             (bound.empty() ? "" : " (" + bound + ")"));
 }
 
 Status CheckPlanMemory(const Plan& plan, int64_t snapshot_buffers) {
   const MemoryNeed need = EstimateMemory(plan, snapshot_buffers);
-  DMLP_RETURN_IF_ERROR(CheckMemoryFits(need.host_bytes, HostMemoryAvailable(), false));
+  const HostMemory host = HostMemoryAvailable();
+  DMLP_RETURN_IF_ERROR(CheckMemoryFits(need.host_bytes, host.available, false, host.bound));
   if (plan.platform != Platform::kCuda) return Status::Ok();
   // Only a plan whose numbers cannot fit anywhere is refused without asking the GPU.
   DMLP_RETURN_IF_ERROR(CheckMemoryFits(need.device_bytes, kSaturated - 1, true));

@@ -1,4 +1,4 @@
-// defines: MemoryNeed, kDefaultSnapshotBuffers, EstimateMemory, HostMemoryAvailable,
+// defines: MemoryNeed, kDefaultSnapshotBuffers, EstimateMemory, HostMemory, HostMemoryAvailable,
 //          CheckMemoryFits, CheckDeviceMemoryFits, CheckPlanMemory
 //
 // What a plan costs in memory, computed from its numbers alone before
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "common/status.h"
 #include "trainer/cuda/device_layout.h"
@@ -35,12 +36,20 @@ inline constexpr int64_t kDefaultSnapshotBuffers = 2;
 /// REQUIRES: a plan ReadPlan accepted (dimensions >= 1, shards dividing the batch).
 MemoryNeed EstimateMemory(const Plan& plan, int64_t snapshot_buffers);
 
-/// min(MemAvailable of /proc/meminfo, RLIMIT_AS minus this process's address
-/// space); UINT64_MAX when neither says anything.
-uint64_t HostMemoryAvailable();
+/// What this process may still allocate on the host, and why no more.
+struct HostMemory {
+  uint64_t available = 0;
+  /// Empty for MemAvailable and RLIMIT_AS; the cgroup and its limit when that
+  /// is the tightest, since MemAvailable then says far more than will be given.
+  std::string bound;
+};
 
-/// PLAN_TOO_LARGE "needs N bytes[ of GPU memory], M available" when need > available.
-Status CheckMemoryFits(uint64_t need, uint64_t available, bool device);
+/// min(MemAvailable of /proc/meminfo, RLIMIT_AS minus this process's address
+/// space, what the memory cgroups leave: cgroup_memory.h); UINT64_MAX when none says anything.
+HostMemory HostMemoryAvailable();
+
+/// PLAN_TOO_LARGE "needs N bytes[ of GPU memory], M available[ (bound)]" when need > available.
+Status CheckMemoryFits(uint64_t need, uint64_t available, bool device, const std::string& bound = "");
 
 /// PLAN_TOO_LARGE when the ranks sharing `device`'s GPU (COLLECTIVES=gloo),
 /// `rank_need` bytes each, need more than its free memory together.

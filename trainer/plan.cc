@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -49,7 +50,7 @@ Result<Enum> Choice(const Environment& env, const char* name, const char* fallba
     if (text == word) return value;
     allowed += (allowed.empty() ? "" : " or ") + std::string(word);
   }
-  return Invalid(std::string(name) + "=" + QuoteValue(text) + " must be " + allowed);
+  return InvalidValue(env, name, "must be " + allowed);
 }
 
 Status ReadModel(const Environment& env, Plan& plan) {
@@ -59,7 +60,9 @@ Status ReadModel(const Environment& env, Plan& plan) {
   DMLP_ASSIGN_OR_RETURN(plan.model.classes, RequireInteger(env, "CLASSES", 1));
   // Constant time: building the layout of LAYERS=2000000000 took 6 s and 2.9 GB.
   Status shape = StateLayout::CheckShape(plan.model);
-  if (!shape.ok()) return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + shape.detail());
+  if (!shape.ok())
+    return Invalid("FEATURES/WIDTH/LAYERS/CLASSES: " + shape.detail() +
+                   FileSources(env, {"FEATURES", "WIDTH", "LAYERS", "CLASSES"}));
   return Status::Ok();
 }
 
@@ -80,21 +83,26 @@ Status ReadPlace(const Environment& env, Plan& plan) {
 // The data and init are jax's (trainer/math/sample_math.h), whose key(SEED) keeps
 // the low 32 bits in the reference's 32-bit mode: a larger SEED would silently
 // repeat the experiment of SEED mod 2^32.
-Status CheckSeed(int64_t seed) {
+Status CheckSeed(const Environment& env, int64_t seed) {
   if (seed <= int64_t{0xFFFFFFFF}) return Status::Ok();
-  return Invalid("SEED=" + std::to_string(seed) +
-                 " must be < 2^32 (4294967296): jax.random.key keeps its low 32 bits, so it "
-                 "would repeat the experiment of SEED=" + std::to_string(seed & 0xFFFFFFFF));
+  return SettingError(env, "SEED", "=" + std::to_string(seed) +
+                      " must be < 2^32 (4294967296): jax.random.key keeps its low 32 bits, so it "
+                      "would repeat the experiment of SEED=" + std::to_string(seed & 0xFFFFFFFF));
 }
 
-Status CrossCheck(const Plan& plan) {
+// Rules between settings stay ENV_INVALID, naming the variables and, for
+// those from a --config file, the file (FileSources).
+Status CrossCheck(const Environment& env, const Plan& plan) {
   if (plan.batch % plan.num_processes != 0)
-    return Invalid("BATCH must be divisible by NUM_PROCESSES");
-  if (plan.batch % plan.data_shards != 0) return Invalid("BATCH must be divisible by DATA_SHARDS");
+    return Invalid("BATCH must be divisible by NUM_PROCESSES" + FileSources(env, {"BATCH", "NUM_PROCESSES"}));
+  if (plan.batch % plan.data_shards != 0)
+    return Invalid("BATCH must be divisible by DATA_SHARDS" + FileSources(env, {"BATCH", "DATA_SHARDS"}));
   if (plan.data_shards % plan.num_processes != 0)
-    return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES");
+    return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES" +
+                   FileSources(env, {"DATA_SHARDS", "NUM_PROCESSES"}));
   if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.platform != Platform::kCuda)
-    return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda");
+    return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda" +
+                   FileSources(env, {"MATMUL_PRECISION", "PLATFORM"}));
   return Status::Ok();
 }
 
@@ -103,7 +111,7 @@ Status CrossCheck(const Plan& plan) {
 Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platform) {
   if (platform != Platform::kCuda) {
     if (env.Get("COLLECTIVES"))
-      return Invalid("COLLECTIVES applies to PLATFORM=cuda only (PLATFORM=cpu always uses gloo)");
+      return SettingError(env, "COLLECTIVES", " applies to PLATFORM=cuda only (PLATFORM=cpu always uses gloo)");
     return CollectivesKind::kGloo;
   }
   return Choice(env, "COLLECTIVES", "nccl",
@@ -133,6 +141,25 @@ YAML::Node LoadOneDocument(const std::string& text) {
                                 "holds " + std::to_string(documents.size()) +
                                     " YAML documents (---); dmlp reads one");
   return documents.empty() ? YAML::Node() : documents.front();
+}
+
+// YAML lets only tab, LF and CR stand raw in a file; yaml-cpp took a raw NUL
+// for a backslash instead ("seed: 4<NUL>x32" ran SEED=42, and "<NUL>u2028" in
+// OUT_DIR made a U+2028, which the control-character rule below lets pass). So
+// the bytes are checked before the parser sees them, naming where each is.
+Status CheckRawControlBytes(const std::string& path, const std::string& text) {
+  int64_t line = 1;
+  for (size_t offset = 0; offset < text.size(); ++offset) {
+    const unsigned char byte = static_cast<unsigned char>(text[offset]);
+    if (byte == '\n') ++line;
+    if (byte == '\t' || byte == '\n' || byte == '\r' || (byte >= 0x20 && byte != 0x7f)) continue;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", byte);
+    return Status::Error("CONFIG_INVALID", path + ": line " + std::to_string(line) + ", byte offset " +
+                                               std::to_string(offset) + ": the control byte " + hex +
+                                               " (YAML allows only tab, LF and CR raw)");
+  }
+  return Status::Ok();
 }
 
 // A value is the text of a plain or quoted scalar. An explicit tag (`!!float 5`,
@@ -167,7 +194,7 @@ Result<Plan> ReadPlan(const Environment& env) {
   Plan plan;
   DMLP_ASSIGN_OR_RETURN(plan.steps, RequireInteger(env, "STEPS", 1));
   DMLP_ASSIGN_OR_RETURN(plan.seed, RequireInteger(env, "SEED", 0, INT64_MAX));
-  DMLP_RETURN_IF_ERROR(CheckSeed(plan.seed));
+  DMLP_RETURN_IF_ERROR(CheckSeed(env, plan.seed));
   DMLP_ASSIGN_OR_RETURN(plan.batch, RequireInteger(env, "BATCH", 1));
   DMLP_ASSIGN_OR_RETURN(plan.microbatches, RequireInteger(env, "MICROBATCHES", 1));
   DMLP_ASSIGN_OR_RETURN(plan.learning_rate, RequirePositiveNumber(env, "LEARNING_RATE"));
@@ -203,7 +230,7 @@ Result<Plan> ReadPlan(const Environment& env) {
   DMLP_ASSIGN_OR_RETURN(std::string cpu_gemm, OptionalString(env, "DMLP_CPU_GEMM", "auto"));
   DMLP_ASSIGN_OR_RETURN(plan.cpu_gemm, ParseCpuGemm(cpu_gemm));
   DMLP_ASSIGN_OR_RETURN(plan.cpu_transport, ReadCpuTransport(env, plan.platform));
-  DMLP_RETURN_IF_ERROR(CrossCheck(plan));
+  DMLP_RETURN_IF_ERROR(CrossCheck(env, plan));
   DMLP_ASSIGN_OR_RETURN(JobIdentity job, SelectJobIdentity(env, plan.out_dir));
   plan.job_id = std::move(job.id);
   plan.job_id_source = std::move(job.source);
@@ -217,6 +244,7 @@ Result<Environment> LoadConfigFile(const std::string& path) {
   if (!text.ok() && text.status().code() == "NOT_FOUND")
     return Status::Error("CONFIG_INVALID", path + ": cannot be read");
   if (!text.ok()) return Status::Error("CONFIG_INVALID", path + ": cannot be read: " + text.status().detail());
+  DMLP_RETURN_IF_ERROR(CheckRawControlBytes(path, *text));
   YAML::Node root;
   try {
     root = LoadOneDocument(*text);
@@ -243,7 +271,7 @@ Result<Environment> LoadConfigFile(const std::string& path) {
     if (!entry.second.IsScalar())
       return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' must be a scalar");
     DMLP_RETURN_IF_ERROR(CheckConfigValue(path, key, entry.second));
-    config.Set(name, entry.second.Scalar());
+    config.SetFromFile(name, entry.second.Scalar(), path);
   }
   return config;
 }

@@ -5,6 +5,7 @@ add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
   ${CMAKE_CURRENT_LIST_DIR}/checks/divergence_check.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cgroup_memory.cc
   ${CMAKE_CURRENT_LIST_DIR}/memory_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
   ${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc

@@ -5,10 +5,10 @@ foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_jo
                   test_out_dir_safety.SymlinkedNames test_out_dir_safety.TransactionalResume
                   test_out_dir_safety.RefusedStarts
                   test_peers.JobIdentity test_peers.Strangers test_peers.Liveness
-                  test_limits.PlanTooLarge test_limits.CpuThreads
+                  test_limits.PlanTooLarge test_limits.CgroupLimit test_limits.CpuThreads
                   test_rewrite_check.RewriteCheck test_rank_env.RankEnv
                   test_divergence.Divergence test_divergence.DivergedResume
-                  test_shard_audit.ShardAudit test_hostile_users.HostileUsers
+                  test_shard_audit.ShardAudit test_hostile_users.HostileUsers test_config_file.ConfigFile
                   test_hostile.DescriptorLimit test_hostile.ThreadLimit test_hostile.Streams
                   test_hostile.UnreadableConfig test_hostile.ResumeSettings test_hostile.LogDir)
   string(REPLACE "test_" "" test_name ${test_case})

@@ -76,5 +76,26 @@ TEST(EnvTest, FillFromKeepsExistingValues) {
   EXPECT_EQ(*env.Get("B"), "3");
 }
 
+TEST(EnvTest, AValueFromAFileIsTheFilesError) {
+  Environment file;
+  file.SetFromFile("STEPS", "x", "job.yaml");
+  file.SetFromFile("LEARNING_RATE", "0", "job.yaml");
+  file.SetFromFile("WIDTH", " ", "job.yaml");
+  file.SetFromFile("SEED", "1", "job.yaml");
+  Environment env = Env({{"SEED", "y"}});
+  env.FillFrom(file);  // SEED stays the environment's, and so does its error
+  EXPECT_EQ(*env.FileOf("STEPS"), "job.yaml");
+  EXPECT_FALSE(env.FileOf("SEED"));
+  EXPECT_EQ(RequireInteger(env, "STEPS", 1).status().ToString(),
+            "CONFIG_INVALID: job.yaml: steps='x' is not an integer");
+  EXPECT_EQ(RequirePositiveNumber(env, "LEARNING_RATE").status().ToString(),
+            "CONFIG_INVALID: job.yaml: learning_rate='0' must be finite and > 0");
+  EXPECT_EQ(RequireString(env, "WIDTH").status().ToString(), "CONFIG_INVALID: job.yaml: width is empty");
+  EXPECT_EQ(RequireInteger(env, "SEED", 0).status().ToString(), "ENV_INVALID: SEED='y' is not an integer");
+  EXPECT_EQ(SettingError(env, "STEPS", " is odd").ToString(), "CONFIG_INVALID: job.yaml: steps is odd");
+  env.Set("STEPS", "z");  // set over the file's: the environment's again
+  EXPECT_EQ(RequireInteger(env, "STEPS", 1).status().ToString(), "ENV_INVALID: STEPS='z' is not an integer");
+}
+
 }  // namespace
 }  // namespace dmlp

@@ -119,7 +119,9 @@ TEST(MemoryPlanTest, RefusalText) {
   EXPECT_EQ(CheckMemoryFits(kMax, kMax, false).ToString(),
             "PLAN_TOO_LARGE: needs more than 18446744073709551615 bytes, more than "
             "18446744073709551615 available");
-  EXPECT_GT(HostMemoryAvailable(), 0u);
+  EXPECT_GT(HostMemoryAvailable().available, 0u);
+  EXPECT_EQ(CheckMemoryFits(101, 100, false, "memory cgroup /job: memory.max 200 bytes, 100 in use").ToString(),
+            "PLAN_TOO_LARGE: needs 101 bytes, 100 available (memory cgroup /job: memory.max 200 bytes, 100 in use)");
 }
 
 TEST(MemoryPlanTest, AbsurdPlanIsRefusedBeforeAnythingElse) {

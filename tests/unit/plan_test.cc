@@ -307,8 +307,9 @@ TEST(PlanTest, DivergenceCheckIsOnByDefaultComparedByRanksButNeverDecidesBits) {
 
 class ConfigFileTest : public ::testing::Test {
  protected:
+  // Set before any Write, so that an expectation may name it in the same statement.
+  void SetUp() override { path_ = ::testing::TempDir() + "/dmlp-config-" + std::to_string(::getpid()) + ".yaml"; }
   std::string Write(const std::string& text) {
-    path_ = ::testing::TempDir() + "/dmlp-config-" + std::to_string(::getpid()) + ".yaml";
     std::ofstream(path_) << text;
     return path_;
   }
@@ -342,7 +343,7 @@ TEST_F(ConfigFileTest, BadFilesAreConfigInvalid) {
             "CONFIG_INVALID: /nonexistent/dmlp.yaml: cannot be read");
 }
 
-// Issue 30 item 12: "\0" cut OUT_DIR short where the C library read it.
+// A quoted "\0" cut OUT_DIR short where the C library read it.
 TEST_F(ConfigFileTest, ControlCharactersInAValueAreRefused) {
   const std::string nul = Write("out_dir: \"/x/nulA\\0/evil\"\n");
   EXPECT_EQ(LoadConfigFile(nul).status().ToString(),
@@ -375,14 +376,77 @@ TEST_F(ConfigFileTest, UnknownKeysAreQuoted) {
             "CONFIG_INVALID: " + path_ + ": unknown key 'st\\u001bps'");
 }
 
-TEST_F(ConfigFileTest, AnInvalidValueFromTheFileIsReportedByName) {
-  Result<Environment> file = LoadConfigFile(Write("steps: zero\n"));
-  ASSERT_TRUE(file.ok());
+// ReadPlan's error for ValidEnv without `names`, under the file at `path`.
+std::string ErrorUnderFile(const std::string& path, std::initializer_list<const char*> names) {
+  Result<Environment> file = LoadConfigFile(path);
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
   Environment::Map values = ValidEnv().values();
-  values.erase("STEPS");
+  for (const char* name : names) values.erase(name);
   Environment env(values);
   env.FillFrom(*file);
+  return ReadPlan(env).status().ToString();
+}
+
+// The file's error names the file and its key, not an environment variable
+// the user never set.
+TEST_F(ConfigFileTest, AnInvalidValueFromTheFileNamesTheFileAndKey) {
+  EXPECT_EQ(ErrorUnderFile(Write("steps: zero\n"), {"STEPS"}),
+            "CONFIG_INVALID: " + path_ + ": steps='zero' is not an integer");
+  EXPECT_EQ(ErrorUnderFile(Write("seed: 4294967301\n"), {"SEED"}),
+            "CONFIG_INVALID: " + path_ + ": seed=4294967301 must be < 2^32 (4294967296): jax.random.key "
+            "keeps its low 32 bits, so it would repeat the experiment of SEED=5");
+  EXPECT_EQ(ErrorUnderFile(Write("learning_rate: -1\n"), {"LEARNING_RATE"}),
+            "CONFIG_INVALID: " + path_ + ": learning_rate='-1' must be finite and > 0");
+  EXPECT_EQ(ErrorUnderFile(Write("reduction: tree\n"), {}),
+            "CONFIG_INVALID: " + path_ + ": reduction='tree' must be ordered or allreduce");
+  EXPECT_EQ(ErrorUnderFile(Write("coordinator_port: 70000\n"), {"COORDINATOR_PORT"}),
+            "CONFIG_INVALID: " + path_ + ": coordinator_port='70000' must be <= 65535");
+  EXPECT_EQ(ErrorUnderFile(Write("width: ''\n"), {"WIDTH"}), "CONFIG_INVALID: " + path_ + ": width is empty");
+  EXPECT_EQ(ErrorUnderFile(Write("collectives: gloo\n"), {}),
+            "CONFIG_INVALID: " + path_ + ": collectives applies to PLATFORM=cuda only (PLATFORM=cpu always "
+            "uses gloo)");
+}
+
+// A rule between settings stays ENV_INVALID and names the file of those from one.
+TEST_F(ConfigFileTest, ARuleBetweenSettingsNamesTheFileOfThoseFromIt) {
+  EXPECT_EQ(ErrorUnderFile(Write("batch: 9\n"), {"BATCH"}),
+            "ENV_INVALID: BATCH must be divisible by NUM_PROCESSES (batch from " + path_ + ")");
+  EXPECT_EQ(ErrorUnderFile(Write("batch: 6\ndata_shards: 4\n"), {"BATCH"}),
+            "ENV_INVALID: BATCH must be divisible by DATA_SHARDS (batch from " + path_ + ", data_shards from " +
+                path_ + ")");
+  EXPECT_EQ(ErrorUnderFile(Write("matmul_precision: tf32\n"), {}),
+            "ENV_INVALID: MATMUL_PRECISION=tf32 requires PLATFORM=cuda (matmul_precision from " + path_ + ")");
+  EXPECT_EQ(ErrorUnderFile(Write("width: 65536\nlayers: 2000000000\n"), {"WIDTH", "LAYERS"}),
+            "ENV_INVALID: FEATURES/WIDTH/LAYERS/CLASSES: model too large (width from " + path_ + ", layers from " +
+                path_ + ")");
+}
+
+TEST_F(ConfigFileTest, AValueTheEnvironmentOverridesIsTheEnvironments) {
+  // STEPS stays in the environment, which wins: its error is the environment's.
+  Result<Environment> file = LoadConfigFile(Write("steps: 5\n"));
+  ASSERT_TRUE(file.ok());
+  Environment env = ValidEnv();
+  env.Set("STEPS", "zero");
+  env.FillFrom(*file);
   EXPECT_EQ(ReadPlan(env).status().ToString(), "ENV_INVALID: STEPS='zero' is not an integer");
+  EXPECT_FALSE(env.FileOf("STEPS"));
+  // A value set over one from the file is no longer the file's.
+  Environment from_file = *file;
+  from_file.Set("STEPS", "6");
+  EXPECT_FALSE(from_file.FileOf("STEPS"));
+}
+
+// yaml-cpp took a raw NUL as an escape: "seed: 4<NUL>x32" ran SEED=42.
+TEST_F(ConfigFileTest, RawControlBytesAreRefusedWithTheirPlace) {
+  const std::string nul = Write(std::string("steps: 3\nseed: 4\0x32\n", 21));
+  EXPECT_EQ(LoadConfigFile(nul).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": line 2, byte offset 16: the control byte 0x00 "
+            "(YAML allows only tab, LF and CR raw)");
+  EXPECT_EQ(LoadConfigFile(Write("out_dir: /x/a\x1b[2Jb\n")).status().ToString(),
+            "CONFIG_INVALID: " + path_ + ": line 1, byte offset 13: the control byte 0x1b "
+            "(YAML allows only tab, LF and CR raw)");
+  EXPECT_EQ(LoadConfigFile(Write("steps: 3\x7f\n")).status().code(), "CONFIG_INVALID");
+  EXPECT_EQ(LoadConfigFile(Write("steps:\t3\r\nseed: 4\r\n")).status().ToString(), "OK");
 }
 
 // Was std::__ios_failure out of yaml-cpp: SIGABRT, exit 134.

@@ -8,6 +8,7 @@ add_executable(trainer_test
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/digest_pipeline_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cgroup_memory_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/memory_plan_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/device_layout_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/nccl_defaults_test.cc

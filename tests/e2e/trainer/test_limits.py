@@ -1,11 +1,14 @@
-"""Plans and settings past what the machine has (issue 14): an oversized plan
-is refused before anything is allocated or written, and DMLP_CPU_THREADS above
-the CPUs is capped."""
+"""Plans and settings past what the machine has: an oversized plan is refused
+before anything is allocated or written, also under a memory cgroup's limit
+(docker --memory), and DMLP_CPU_THREADS above the CPUs is capped."""
 
 import json
 import os
+import re
 import resource
 import subprocess
+import unittest
+from pathlib import Path
 
 from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch
 
@@ -73,6 +76,89 @@ class PlanTooLarge(JobTestCase):
         self.assertFalse(out.exists())
 
 
+# The limit of the memory cgroup the rank runs in: room for dmlp-train itself
+# (about 100 MB at its start, mostly its own and its libraries' pages),
+# well below the plan of CgroupLimit (about 550 MB) and MemAvailable.
+CGROUP_LIMIT = 256 << 20
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def own_cgroup_v1_memory():
+    """This process's directory in the v1 memory hierarchy (its mount root if not visible)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            own = CGROUP_ROOT / "memory" / path.lstrip("/")
+            return own if own.is_dir() else CGROUP_ROOT / "memory"
+    return CGROUP_ROOT / "memory"
+
+
+def make_memory_cgroup(name, limit):
+    """A new memory cgroup limited to `limit` bytes: (its directory, the limit file's name),
+    or raises OSError saying why none can be made here."""
+    if os.geteuid() != 0:
+        raise OSError("not root")
+    if (CGROUP_ROOT / "cgroup.controllers").exists():  # v2 (stat -fc %T: cgroup2fs)
+        parent, limit_file = CGROUP_ROOT, "memory.max"
+        enabled = (parent / "cgroup.subtree_control").read_text().split()
+        if "memory" not in enabled:
+            (parent / "cgroup.subtree_control").write_text("+memory")
+    elif (CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists():  # v1
+        parent, limit_file = own_cgroup_v1_memory(), "memory.limit_in_bytes"
+    else:
+        raise OSError(f"no memory controller under {CGROUP_ROOT}")
+    cgroup = parent / name
+    cgroup.mkdir()
+    try:
+        (cgroup / limit_file).write_text(str(limit))
+    except OSError:
+        cgroup.rmdir()
+        raise
+    return cgroup, limit_file
+
+
+class CgroupLimit(JobTestCase):
+    """A memory cgroup smaller than the plan (docker --memory) but a machine
+    with room: the rank was OOM-killed (exit 137 through a shell, -9 here)
+    part way through allocating; now it refuses the plan."""
+
+    def setUp(self):
+        super().setUp()
+        try:
+            self.cgroup, self.limit_file = make_memory_cgroup(f"dmlp-e2e-{os.getpid()}", CGROUP_LIMIT)
+        except OSError as error:
+            if os.environ.get("CI"):
+                self.fail(f"cannot make a memory cgroup ({error}); in CI (root) this test must run")
+            raise unittest.SkipTest(f"cannot make a memory cgroup: {error}")
+        self.addCleanup(self.cgroup.rmdir)
+
+    def run_in_cgroup(self, out, **plan):
+        procs = self.cgroup / "cgroup.procs"
+        return subprocess.run([str(TRAIN)], env=job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                              preexec_fn=lambda: procs.write_text(str(os.getpid())))
+
+    def test_a_plan_larger_than_the_cgroup_limit_is_refused(self):
+        out = self.scratch / "run"
+        result = self.run_in_cgroup(out, WIDTH=2048, LAYERS=4)
+        self.assertEqual(result.returncode, 1, result.stderr)  # was -9: SIGKILL by the OOM killer
+        match = re.fullmatch(r"dmlp-train: error: PLAN_TOO_LARGE: needs (\d+) bytes, (\d+) available "
+                             r"\(memory cgroup (\S+): (\S+) (\d+) bytes, (\d+) in use\)\n", result.stderr)
+        self.assertIsNotNone(match, result.stderr)
+        need, available, cgroup, limit_file, limit, in_use = match.groups()
+        self.assertTrue(cgroup.endswith("/" + self.cgroup.name), cgroup)
+        self.assertEqual((limit_file, int(limit)), (self.limit_file, CGROUP_LIMIT))
+        self.assertEqual(int(available), CGROUP_LIMIT - int(in_use))
+        self.assertGreater(int(need), CGROUP_LIMIT)
+        self.assertFalse(out.exists())
+
+    def test_a_plan_within_the_limit_runs(self):
+        out = self.scratch / "run"
+        result = self.run_in_cgroup(out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertPass(out)
+
+
 class CpuThreads(JobTestCase):
     def test_more_threads_than_cpus_are_capped_with_a_warning(self):
         cpus = len(os.sched_getaffinity(0))
@@ -89,5 +175,4 @@ class CpuThreads(JobTestCase):
 
 
 if __name__ == "__main__":
-    import unittest
     unittest.main()
