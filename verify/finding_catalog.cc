@@ -78,7 +78,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"against.differs", E, "RUN's receipts differ from GOLDEN's at a step (first step reported; info when the runs are not comparable)"},
     {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's, or with --tolerance its loss curve ends first (info when the runs are not comparable, without --tolerance)"},
     {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's (with --tolerance: its loss curve ends first)"},
-    {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or the runs have no step in common (first step, how many exceed, and the largest difference reported)"},
+    {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or both curves have steps and none in common (first step, how many exceed, and the largest difference reported)"},
     {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
     {"against.other_experiment", E, "the runs are two experiments (SEED, BATCH, MICROBATCHES, LEARNING_RATE, FEATURES, WIDTH, LAYERS, CLASSES or the data definition differ), with or without --tolerance: whether one reproduces the other has no answer (info under --allow-different-experiment)"},
 };
