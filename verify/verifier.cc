@@ -276,7 +276,7 @@ Status JudgeLosses(const VerifyOptions& options, const RunDir& golden_dir, const
 Status JudgeAgainst(const VerifyOptions& options, Report& report) {
   const auto& golden_ranks = report.against->receipts.ranks;
   const auto& run_ranks = report.run.receipts.ranks;
-  if (golden_ranks.empty() || run_ranks.empty()) return Status::Ok();  // ranks.none said why
+  if (golden_ranks.empty() || run_ranks.empty()) return Status::Ok();  // ranks.none or ranks.not_started said why
   DMLP_ASSIGN_OR_RETURN(RunDir golden_dir, RunDir::Open(*options.against));
   DMLP_ASSIGN_OR_RETURN(RunDir run_dir, RunDir::Open(options.run_dir));
   const ReceiptFile golden{&golden_dir, golden_ranks.front().name, golden_ranks.front().rank};
