@@ -30,8 +30,10 @@ namespace dmlp {
 struct StartingPoint {
   int64_t done_steps = 0;
   std::vector<uint8_t> image;
+  // rank 0: held for the job's life. Declared before `output` so that it is
+  // released after the receipt files a stopped start removes are gone.
+  std::unique_ptr<OutputLock> lock;
   std::unique_ptr<RunOutput> output;
-  std::unique_ptr<OutputLock> lock;  // rank 0: held for the job's life
 };
 
 /// Before the rendezvous, read-only: refuses a fresh start whose outputs exist.

@@ -34,11 +34,12 @@ const std::vector<CheckInfo> kCatalog = {
     // Files of the run directory.
     {"file.not_regular", E, "a receipt, result or state file is a symlink, directory or device (never followed)"},
     {"file.too_large", E, "a receipt file (rank-N.jsonl, metrics.jsonl) is larger than result.json's steps allow (steps x 4097 bytes): refused from its size, never read"},
-    {"ranks.none", E, "no receipts: no rank-N.jsonl file at all and no job holding dmlp.lock, or receipt files without a record beside a result.json"},
-    {"ranks.not_started", I, "no rank-N.jsonl file yet, while a job holds the run's dmlp.lock (it has not created its receipt files)"},
+    {"ranks.none", E, "no receipts beside a result.json: no rank-N.jsonl file at all, or receipt files without a record"},
+    {"ranks.not_started", I, "no rank-N.jsonl file yet and no result.json: a job starting up (before or after it takes dmlp.lock), or one stopped before creating them"},
     {"ranks.no_record", I, "the receipt files exist but hold no record yet, and there is no result.json (a job before its first step)"},
     {"run.changing", I, "receipt files were created, renamed or removed while being read, in 10 passes in a row (a job starting or resuming): verify again"},
-    {"ranks.missing_file", E, "rank-N.jsonl is missing for a rank in 0..P-1"},
+    {"ranks.missing_file", E, "rank-N.jsonl is missing for a rank in 0..P-1 of a result.json"},
+    {"ranks.not_created", I, "rank-N.jsonl is missing for a rank below the highest rank file present, and there is no result.json (a job whose ranks are still creating their receipt files, or a start stopped by a signal)"},
     {"ranks.extra_file", E, "rank-N.jsonl exists for N >= P (result.json's processes)"},
     {"ranks.bad_file_name", E, "a rank-*.jsonl name that is not rank-<decimal without leading zeros>.jsonl"},
     {"ranks.too_many", E, "more than 1024 rank files"},
@@ -52,7 +53,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"steps.out_of_order", E, "a step smaller than the one before it (other than a restart or duplicate)"},
     {"steps.count_mismatch", I, "receipt files end at different steps (ranks stopped early)"},
     // metrics.jsonl against rank 0.
-    {"metrics.missing", E, "metrics.jsonl is absent while rank-0.jsonl exists"},
+    {"metrics.missing", E, "metrics.jsonl is absent while rank-0.jsonl holds bytes"},
     {"metrics.mismatch", E, "metrics.jsonl differs from rank-0.jsonl without its rank field"},
     // result.json.
     {"result.missing", I, "no result.json: the run did not finish (or is still running)"},
@@ -78,7 +79,7 @@ const std::vector<CheckInfo> kCatalog = {
     {"against.differs", E, "RUN's receipts differ from GOLDEN's at a step (first step reported; info when the runs are not comparable)"},
     {"against.prefix", E, "a finished run's receipts are a strict prefix of the other's, or with --tolerance its loss curve ends first (info when the runs are not comparable, without --tolerance)"},
     {"against.incomplete", I, "RUN (or GOLDEN) has not finished and its receipts so far equal the other's (with --tolerance: its loss curve ends first)"},
-    {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or the runs have no step in common (first step, how many exceed, and the largest difference reported)"},
+    {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or both curves have steps and none in common (first step, how many exceed, and the largest difference reported)"},
     {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
     {"against.other_experiment", E, "the runs are two experiments (SEED, BATCH, MICROBATCHES, LEARNING_RATE, FEATURES, WIDTH, LAYERS, CLASSES or the data definition differ), with or without --tolerance: whether one reproduces the other has no answer (info under --allow-different-experiment)"},
 };

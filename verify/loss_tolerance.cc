@@ -66,6 +66,27 @@ void Include(LossComparison& comparison, int64_t step, const std::string& golden
   comparison.run_at_first = run_loss;
 }
 
+// No step in common. A curve without a record yet (a live run before its
+// first step, or a resume's first) contradicts nothing: the run's own findings
+// and the shorter-curve finding say it is unfinished. Two curves with steps and
+// none in common, or two finished runs with no step at all, are never a pass.
+void AddNothingCompared(const LossComparison& comparison, const ReceiptFile& golden, const ReceiptFile& run,
+                        bool both_finished, FindingSink& sink) {
+  const std::string file = run.dir->Display(run.name);
+  const bool both_empty = comparison.golden_last == 0 && comparison.run_last == 0;
+  const bool either_empty = comparison.golden_last == 0 || comparison.run_last == 0;
+  if (either_empty && !both_finished) {
+    if (both_empty)  // equal lengths: no shorter-curve finding follows
+      sink.Add(Finding::Of("against.incomplete", file,
+                           "neither " + run.name + " nor " + golden.dir->Display(golden.name) +
+                               " holds a record yet: no loss to compare"));
+    return;
+  }
+  sink.Add(Finding::Of("against.loss_exceeds", file,
+                       "no step of " + run.name + " is in " + golden.dir->Display(golden.name) +
+                           ": no loss to compare"));
+}
+
 }  // namespace
 
 Result<double> ParseTolerance(std::string_view text) {
@@ -149,9 +170,7 @@ void AddLossFindings(const LossComparison& comparison, const ReceiptFile& golden
   const std::string file = run.dir->Display(run.name);
   const std::string tolerance = Number(comparison.tolerance);
   if (comparison.compared_steps == 0) {
-    sink.Add(Finding::Of("against.loss_exceeds", file,
-                         "no step of " + run.name + " is in " + golden.dir->Display(golden.name) +
-                             ": no loss to compare"));
+    AddNothingCompared(comparison, golden, run, golden_finished && run_finished, sink);
   } else if (comparison.first_exceeding != 0) {
     sink.Add(Finding::Of("against.loss_exceeds", file,
                          "loss differs from GOLDEN's by " + Number(comparison.first_exceeding_difference) +

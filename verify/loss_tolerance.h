@@ -8,7 +8,9 @@
 //   relative difference at step s = |loss_run(s) - loss_golden(s)| / |loss_golden(s)|
 //
 // (0 where both are 0, infinite where only GOLDEN's is). The runs agree when
-// every step both have is within REL (<=), and they have steps in common. The
+// every step both have is within REL (<=), and they have steps in common; a
+// curve without a record yet (a live run before its first step) is compared
+// with nothing and is INCOMPLETE, never a loss difference. The
 // losses come from each run's metrics.jsonl where it has one, else from its
 // lowest-ranked receipt file (one run's ranks agree, or that run already
 // failed). Steps only one run has are reported like the bitwise comparison's
@@ -68,8 +70,9 @@ std::string LossComparisonText(const LossComparison& comparison);
 /// Reads both curves to the end and compares them step by step.
 Result<LossComparison> CompareLosses(const ReceiptFile& golden, const ReceiptFile& run, double tolerance);
 
-/// against.loss_exceeds when not within; against.prefix / against.incomplete
-/// when one curve ends first (finished or not, as in compare.h).
+/// against.loss_exceeds when not within (or no step in common though both
+/// curves have steps); against.prefix / against.incomplete when one curve
+/// ends first (finished or not, as in compare.h), or both have no record yet.
 void AddLossFindings(const LossComparison& comparison, const ReceiptFile& golden, const ReceiptFile& run,
                      bool golden_finished, bool run_finished, FindingSink& sink);
 

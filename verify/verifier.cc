@@ -96,6 +96,16 @@ bool RefusedForSize(const RunDir& dir, const std::string& name, const RunFile& f
   return true;
 }
 
+// A rank file absent below the highest one present. Only result.json proves
+// that the run ended with every rank's file written (rank 0 writes it last,
+// after every rank recorded every step): without it the ranks of a live job
+// may still be creating their files (each creates its own, in no set order),
+// and a start stopped by a signal removes the files that hold no record yet.
+Finding MissingRankFile(const RunDir& dir, const std::string& name, bool has_result, const std::string& why) {
+  if (has_result) return Finding::Of("ranks.missing_file", dir.Display(name), why);
+  return Finding::Of("ranks.not_created", dir.Display(name), why + " yet, and there is no result.json");
+}
+
 // The rank files to read: 0..P-1 where present and regular; reports the rest.
 Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const DirListing& listing,
                                                       const std::optional<ResultDoc>& doc,
@@ -112,16 +122,16 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
   for (int64_t rank = 0; rank < checked; ++rank) {
     const std::string name = "rank-" + std::to_string(rank) + ".jsonl";
     if (!listing.rank_files.contains(rank)) {
-      sink.Add(Finding::Of("ranks.missing_file", dir.Display(name), "rank " + std::to_string(rank) +
-                                                                         " of 0.." + std::to_string(report.processes - 1) +
-                                                                         " has no receipt file"));
+      sink.Add(MissingRankFile(dir, name, doc.has_value(),
+                               "rank " + std::to_string(rank) + " of 0.." + std::to_string(report.processes - 1) +
+                                   " has no receipt file"));
       continue;
     }
     DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(name));
     if (file.kind == FileKind::kRegular) {
       if (!RefusedForSize(dir, name, file, doc, sink)) selected[rank] = name;
     } else if (file.kind == FileKind::kAbsent) {  // listed, then renamed: VerifyRun reads again
-      sink.Add(Finding::Of("ranks.missing_file", dir.Display(name), "removed or renamed while being read"));
+      sink.Add(MissingRankFile(dir, name, doc.has_value(), "removed or renamed while being read"));
     } else
       sink.Add(Finding::Of("file.not_regular", dir.Display(name), "not a regular file (not followed)"));
   }
@@ -136,26 +146,28 @@ Result<std::map<int64_t, std::string>> SelectRankFiles(const RunDir& dir, const 
 
 namespace {
 
-// "No receipts" is a contradiction only for a run that is not under way: a job
-// holding dmlp.lock has not created its receipt files yet, and receipt files
-// that exist but hold no record belong to a job before its first step (or one
-// that ended there). With a result.json, which says the run finished, it is.
+// "No receipts" is a contradiction only beside a result.json, which says the
+// run finished. Without one, no receipt file is a job starting up (OUT_DIR and
+// dmlp.lock come before any receipt file, and the lock is not taken at once)
+// or a start that stopped before creating them; receipt files that hold no
+// record are a job before its first step, or one that ended there. Neither
+// contradicts anything.
 void JudgeNoRecords(const RunDir& dir, bool any_rank_file, bool has_result, FindingSink& sink) {
-  if (any_rank_file && !has_result) {
+  if (has_result) {
+    sink.Add(Finding::Of("ranks.none", dir.path(),
+                         any_rank_file ? "the receipt files hold no record" : "no receipt file to read"));
+    return;
+  }
+  if (any_rank_file) {
     sink.Add(Finding::Of("ranks.no_record", dir.path(), "the receipt files hold no record yet"));
     return;
   }
-  if (!any_rank_file) {
-    const std::string holder = dir.LockHolderPid();
-    if (!holder.empty()) {
-      sink.Add(Finding::Of("ranks.not_started", dir.path(),
-                           "no receipt file yet; the job holding dmlp.lock (pid " + holder +
-                               ") has not created them"));
-      return;
-    }
-  }
-  sink.Add(Finding::Of("ranks.none", dir.path(),
-                       any_rank_file ? "the receipt files hold no record" : "no receipt file to read"));
+  const std::string holder = dir.LockHolderPid();
+  sink.Add(Finding::Of("ranks.not_started", dir.path(),
+                       holder.empty() ? "no receipt file and no result.json: a job not started yet, or one "
+                                        "stopped before creating them"
+                                      : "no receipt file yet; the job holding dmlp.lock (pid " + holder +
+                                            ") has not created them"));
 }
 
 // One reading of the run directory, from `listing`.
@@ -166,13 +178,9 @@ Result<RunReport> VerifyPass(const RunDir& dir, const DirListing& listing, Findi
   DMLP_ASSIGN_OR_RETURN(std::optional<ResultDoc> doc, ReadResult(dir, report, sink));
   DMLP_ASSIGN_OR_RETURN(report.environments, ReadEnvironments(dir, listing, sink));
   DMLP_ASSIGN_OR_RETURN(auto rank_files, SelectRankFiles(dir, listing, doc, report, sink));
-  if (listing.rank_files.empty())
-    JudgeNoRecords(dir, false, doc.has_value(), sink);
-  else if (rank_files.empty())  // every file is missing, irregular or too large: each said so
-    sink.Add(Finding::Of("ranks.none", dir.path(), "no receipt file to read"));
+  // None to read: none listed, or every one missing, irregular or too large (each said so).
+  if (rank_files.empty()) JudgeNoRecords(dir, false, doc.has_value(), sink);
   DMLP_ASSIGN_OR_RETURN(RunFile metrics, dir.OpenFile("metrics.jsonl"));
-  if (metrics.kind == FileKind::kAbsent && listing.rank_files.contains(0))
-    sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
   if (metrics.kind == FileKind::kNotRegular)
     sink.Add(Finding::Of("file.not_regular", dir.Display("metrics.jsonl"), "not a regular file (not followed)"));
   const bool read_metrics =
@@ -181,6 +189,12 @@ Result<RunReport> VerifyPass(const RunDir& dir, const DirListing& listing, Findi
   DMLP_ASSIGN_OR_RETURN(report.receipts, CheckReceiptSet(dir, rank_files, read_metrics, sink, run_trace.get()));
   report.trace = std::move(run_trace);
   if (!rank_files.empty() && !report.receipts.LastRecord()) JudgeNoRecords(dir, true, doc.has_value(), sink);
+  // Rank 0 creates metrics.jsonl before rank-0.jsonl and, when a start stops,
+  // removes it after: only a rank-0.jsonl with bytes in it proves it is missing.
+  const bool rank0_wrote = !report.receipts.ranks.empty() && report.receipts.ranks.front().rank == 0 &&
+                           report.receipts.ranks.front().bytes > 0;
+  if (metrics.kind == FileKind::kAbsent && rank0_wrote)
+    sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
   if (doc) {
     report.settings = doc->settings;
     CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
@@ -262,7 +276,7 @@ Status JudgeLosses(const VerifyOptions& options, const RunDir& golden_dir, const
 Status JudgeAgainst(const VerifyOptions& options, Report& report) {
   const auto& golden_ranks = report.against->receipts.ranks;
   const auto& run_ranks = report.run.receipts.ranks;
-  if (golden_ranks.empty() || run_ranks.empty()) return Status::Ok();  // ranks.none said why
+  if (golden_ranks.empty() || run_ranks.empty()) return Status::Ok();  // ranks.none or ranks.not_started said why
   DMLP_ASSIGN_OR_RETURN(RunDir golden_dir, RunDir::Open(*options.against));
   DMLP_ASSIGN_OR_RETURN(RunDir run_dir, RunDir::Open(options.run_dir));
   const ReceiptFile golden{&golden_dir, golden_ranks.front().name, golden_ranks.front().rank};

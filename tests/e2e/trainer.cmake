@@ -10,7 +10,8 @@ foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_jo
                   test_divergence.Divergence test_divergence.DivergedResume
                   test_shard_audit.ShardAudit test_hostile_users.HostileUsers test_config_file.ConfigFile
                   test_hostile.DescriptorLimit test_hostile.ThreadLimit test_hostile.Streams
-                  test_hostile.UnreadableConfig test_hostile.ResumeSettings test_hostile.LogDir)
+                  test_hostile.UnreadableConfig test_hostile.ResumeSettings test_hostile.LogDir
+                  test_live_verify.LiveVerify)
   string(REPLACE "test_" "" test_name ${test_case})
   add_test(NAME e2e.trainer.${test_name}
            COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}

@@ -2,17 +2,21 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "common/file_util.h"
 #include "common/state_file.h"
 #include "trainer/output/output_lock.h"
+#include "trainer/start.h"
 
 namespace dmlp {
 namespace {
@@ -224,6 +228,71 @@ TEST_F(RunOutputTest, OpenWithTooFewDescriptorsLeavesNothing) {
     fs::remove_all(directory_);
   }
   EXPECT_GT(opened, 0);  // the last limits are enough
+}
+
+// The names removed from a directory, in the order inotify saw them go.
+class RemovalWatch {
+ public:
+  explicit RemovalWatch(const fs::path& directory) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    EXPECT_GE(::inotify_add_watch(fd_, directory.c_str(), IN_DELETE), 0);
+  }
+  ~RemovalWatch() { ::close(fd_); }
+  std::vector<std::string> Removed() const {
+    std::vector<std::string> names;
+    alignas(struct inotify_event) char buffer[4096];
+    for (ssize_t got; (got = ::read(fd_, buffer, sizeof buffer)) > 0;) {
+      for (ssize_t at = 0; at < got;) {
+        const auto* event = reinterpret_cast<const struct inotify_event*>(buffer + at);
+        if (event->len > 0) names.emplace_back(event->name);
+        at += static_cast<ssize_t>(sizeof(struct inotify_event) + event->len);
+      }
+    }
+    return names;
+  }
+
+ private:
+  int fd_;
+};
+
+// A start that stops before its first step removes what it created in the
+// reverse of the order it created it (docs/verifier.md), the lock last: a
+// verifier looking meanwhile never sees rank-0.jsonl without metrics.jsonl
+// (metrics.missing), nor receipt files once the job has let go of its lock.
+TEST_F(RunOutputTest, AStoppedStartRemovesItsFilesNewestFirstAndTheLockLast) {
+  const std::vector<std::string> newest_first = {"rank-0.env.jsonl", "rank-0.jsonl", "metrics.jsonl", kLockFile};
+  fs::create_directories(directory_);
+  RemovalWatch watch(directory_);
+  {
+    StartingPoint start;  // as trainer/start.cc fills it on rank 0
+    Result<OutDir> out = OutDir::Create(directory_.string());
+    ASSERT_TRUE(out.ok());
+    Result<OutputLock> lock = OutputLock::Acquire(*out);
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    start.lock = std::make_unique<OutputLock>(std::move(lock).value());
+    Result<RunOutput> output = RunOutput::Open(plan_);
+    ASSERT_TRUE(output.ok()) << output.status().ToString();
+    start.output = std::make_unique<RunOutput>(std::move(output).value());
+  }
+  EXPECT_EQ(watch.Removed(), newest_first);
+  // A SIGTERM before the first step: the handler removes them in the same order.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(60);
+    InstallTerminationCleanup();
+    Result<OutDir> out = OutDir::Create(directory_.string());
+    if (!out.ok()) ::_exit(90);
+    Result<OutputLock> lock = OutputLock::Acquire(*out);
+    Result<RunOutput> output = RunOutput::Open(plan_);
+    if (!lock.ok() || !output.ok()) ::_exit(91);
+    ::raise(SIGTERM);
+    ::_exit(92);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_EQ(watch.Removed(), newest_first);
+  EXPECT_EQ(Listing(), std::vector<std::string>{});
 }
 
 }  // namespace

@@ -124,9 +124,9 @@ TEST(VerifyRunTest, UnreadableDirectoryIsTrouble) {
   dir.Write("file", "x");
   EXPECT_EQ(Verify(VerifyOptions{dir.File("missing")}).status().code(), "NOT_FOUND");
   EXPECT_EQ(Verify(VerifyOptions{dir.File("file")}).status().code(), "NOT_A_DIRECTORY");
-  Report empty = MustVerify(dir.path());
-  EXPECT_EQ(empty.exit_code, 1);
-  EXPECT_TRUE(testing::FindingIds(empty).contains("ranks.none"));
+  Report empty = MustVerify(dir.path());  // a directory is no trouble, whatever it holds
+  EXPECT_EQ(empty.exit_code, 3);
+  EXPECT_TRUE(testing::FindingIds(empty).contains("ranks.not_started"));
 }
 
 // Holds an exclusive flock on DIR/dmlp.lock, as a running job's rank 0 does.
@@ -167,12 +167,64 @@ TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
   }
   // The job is gone: empty receipt files are still a job that stopped before step 1.
   EXPECT_EQ(MustVerify(dir.path()).exit_code, 3);
-  // No receipt file and a stale lock file nobody holds: no receipts at all.
-  for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"})
-    std::filesystem::remove(dir.File(name));
-  Report dead = MustVerify(dir.path());
-  EXPECT_EQ(dead.exit_code, 1);
-  EXPECT_TRUE(testing::FindingIds(dead).contains("ranks.none"));
+}
+
+// OUT_DIR and dmlp.lock exist before the lock is taken, and every rank creates
+// its own receipt file, in no set order: a poll of a healthy start sees either.
+// So does a poll of a start that was killed there. Neither contradicts
+// anything until result.json says the run finished.
+TEST(VerifyRunTest, AStartUpWindowIsIncompleteNotFail) {
+  TempDir dir;
+  auto verdict = [&](const std::set<std::string>& ids) {
+    Report report = MustVerify(dir.path());
+    EXPECT_EQ(testing::FindingIds(report), ids);
+    return report.exit_code;
+  };
+  // OUT_DIR made, no lock file yet; then the lock file made, not yet locked.
+  EXPECT_EQ(verdict({"ranks.not_started", "result.missing"}), 3);
+  dir.Write("dmlp.lock", "");
+  EXPECT_EQ(verdict({"ranks.not_started", "result.missing"}), 3);
+  const Report unlocked = MustVerify(dir.path());
+  for (const Finding& finding : unlocked.findings.kept()) {
+    if (finding.id != "ranks.not_started") continue;
+    EXPECT_EQ(finding.message,
+              "no receipt file and no result.json: a job not started yet, or one stopped before creating them");
+  }
+  // Rank 1 created its file before rank 0 did, held lock or not, a record in it or not.
+  dir.Write("rank-1.jsonl", "");
+  EXPECT_EQ(verdict({"ranks.not_created", "ranks.no_record", "result.missing"}), 3);
+  {
+    HeldLock lock(dir);
+    EXPECT_EQ(verdict({"ranks.not_created", "ranks.no_record", "result.missing"}), 3);
+  }
+  testing::WriteReferenceRun(dir, 3, 2, /*with_result=*/false);
+  std::filesystem::remove(dir.File("rank-0.jsonl"));  // and a stopped start removed rank 0's
+  std::filesystem::remove(dir.File("rank-2.jsonl"));
+  EXPECT_EQ(verdict({"ranks.not_created", "result.missing"}), 3);
+  // Rank 0's files as a stopped start leaves them halfway through its removal.
+  for (const char* name : {"rank-0.jsonl", "rank-1.jsonl"}) dir.Write(name, "");
+  std::filesystem::remove(dir.File("metrics.jsonl"));
+  EXPECT_EQ(verdict({"ranks.no_record", "result.missing"}), 3);
+}
+
+// result.json is written last, once every rank recorded every step: beside
+// it, a missing or empty receipt file contradicts it.
+TEST(VerifyRunTest, MissingReceiptsBesideAResultAreFail) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 3, 2);
+  std::filesystem::remove(dir.File("rank-1.jsonl"));
+  Report missing = MustVerify(dir.path());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(testing::FindingIds(missing).contains("ranks.missing_file"));
+  EXPECT_FALSE(testing::FindingIds(missing).contains("ranks.not_created"));
+  for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-2.jsonl"}) std::filesystem::remove(dir.File(name));
+  Report none = MustVerify(dir.path());
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_TRUE(testing::FindingIds(none).contains("ranks.none"));
+  // Rank 0 recorded steps and metrics.jsonl is gone: the run's own record is missing.
+  testing::WriteReferenceRun(dir, 2, 2, /*with_result=*/false);
+  std::filesystem::remove(dir.File("metrics.jsonl"));
+  EXPECT_TRUE(testing::FindingIds(MustVerify(dir.path())).contains("metrics.missing"));
 }
 
 TEST(VerifyRunTest, EmptyReceiptsBesideAResultAreStillFail) {
@@ -235,13 +287,13 @@ TEST(VerifyRunTest, AnErrorInALiveRunIsConfirmedAfterAPause) {
   // An error that stays is an error, live or not.
   moving = false;
   testing::WriteReferenceRun(dir, 2, 3, /*with_result=*/false);
-  std::filesystem::remove(dir.File("rank-0.jsonl"));
+  dir.Write("rank-1.jsonl", RankLine(1, 1) + RankLine(2, 1, 1) + RankLine(3, 1, 1));
   passes.clear();
   Result<Report> broken = Verify(options);
   ASSERT_TRUE(broken.ok());
   EXPECT_EQ(passes, (std::vector<int>{1, 2}));
   EXPECT_EQ(broken->exit_code, 1);
-  EXPECT_TRUE(testing::FindingIds(*broken).contains("ranks.missing_file"));
+  EXPECT_TRUE(testing::FindingIds(*broken).contains("ranks.hash_divergence"));
 }
 
 TEST(VerifyRunTest, ADirectoryThatNeverSettlesIsIncomplete) {
@@ -323,7 +375,7 @@ TEST(VerifyRunTest, RankSetFromResultAndFiles) {
   std::filesystem::remove(dir.File("rank-1.jsonl"));
   dir.Write("rank-007.jsonl", "");
   Report report = MustVerify(dir.path());
-  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"ranks.missing_file", "ranks.bad_file_name", "result.missing"}));
+  EXPECT_EQ(testing::FindingIds(report), (std::set<std::string>{"ranks.not_created", "ranks.bad_file_name", "result.missing"}));
 }
 
 // A sparse 100 GB receipt file costs nothing to make and, read, took minutes:

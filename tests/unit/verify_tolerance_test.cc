@@ -202,6 +202,27 @@ TEST(ToleranceTest, OneCurveEndingFirstIsAPrefixOrIncomplete) {
   EXPECT_TRUE(incomplete.against_verdict->losses->within());
 }
 
+// A run (or a golden) whose receipt files exist and hold no record yet: a job
+// before its first step, a resume before its first. Nothing to compare is
+// not a loss difference: INCOMPLETE, as it is without --tolerance.
+TEST(ToleranceTest, ACurveWithoutARecordYetIsIncompleteNotAFailure) {
+  TempDir golden, starting, other;
+  WriteRun(golden, 2, 3, 0, Golden);
+  for (const TempDir* dir : {&starting, &other})
+    for (const char* name : {"metrics.jsonl", "rank-0.jsonl", "rank-1.jsonl"}) dir->Write(name, "");
+  for (std::optional<double> tolerance : {std::optional<double>(1e-6), std::optional<double>()}) {
+    for (const auto& [run, against] : {std::pair{&starting, &golden}, std::pair{&golden, &starting},
+                                       std::pair{&starting, &other}}) {
+      Report report = MustVerify(run->path(), against->path(), tolerance);
+      EXPECT_EQ(report.exit_code, 3) << run->path() << " against " << against->path();
+      EXPECT_FALSE(testing::FindingIds(report).contains("against.loss_exceeds"));
+      if (tolerance) {
+        EXPECT_TRUE(testing::FindingIds(report).contains("against.incomplete"));
+      }
+    }
+  }
+}
+
 TEST(ToleranceTest, LossesComeFromTheRankFileWithoutMetrics) {
   TempDir golden, run;
   WriteRun(golden, 2, 3, 0, Golden);

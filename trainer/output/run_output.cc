@@ -172,14 +172,15 @@ RunOutput::RunOutput(RunOutput&& other) noexcept
 RunOutput::~RunOutput() {
   CloseFiles();
   if (last_step_ != 0) return;
-  for (const std::string& path : created_) {
-    struct stat info {};
-    if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == 0)
-      ::unlink(path.c_str());
-  }
+  // In the reverse of the order Open created them (docs/verifier.md), so a
+  // verifier never sees rank-0.jsonl without metrics.jsonl.
   struct stat info {};
   if (!env_path_.empty() && ::lstat(env_path_.c_str(), &info) == 0 && S_ISREG(info.st_mode))
     ::unlink(env_path_.c_str());
+  for (auto path = created_.rbegin(); path != created_.rend(); ++path) {
+    if (::lstat(path->c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == 0)
+      ::unlink(path->c_str());
+  }
 }
 
 void RunOutput::CloseFiles() {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,7 @@ constexpr int kSlots = 8;
 
 struct Slot {
   std::atomic<bool> active{false};
+  uint64_t registered = 0;  // registration order: a later file is removed first
   int directory_fd = -1;
   int fd = -1;
   bool only_if_empty = false;
@@ -31,16 +33,32 @@ struct Slot {
 
 Slot slots[kSlots];
 std::atomic<bool> claimed[kSlots];
+std::atomic<uint64_t> registrations{0};
 
+void RemoveIfStillOurs(const Slot& slot) {
+  struct stat held {}, named {};
+  if (::fstat(slot.fd, &held) != 0) return;
+  if (slot.only_if_empty && held.st_size != 0) return;
+  if (::fstatat(slot.directory_fd, slot.name, &named, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (named.st_dev != held.st_dev || named.st_ino != held.st_ino) return;
+  ::unlinkat(slot.directory_fd, slot.name, 0);
+}
+
+// Newest first, the reverse of the start-up order (docs/verifier.md): the
+// env file, rank-<r>.jsonl, metrics.jsonl, dmlp.lock last. A verifier looking
+// meanwhile never sees rank-0.jsonl without metrics.jsonl, or receipt files
+// without the lock file.
 void RemoveRegistered() {
-  for (Slot& slot : slots) {
-    if (!slot.active.load()) continue;
-    struct stat held {}, named {};
-    if (::fstat(slot.fd, &held) != 0) continue;
-    if (slot.only_if_empty && held.st_size != 0) continue;
-    if (::fstatat(slot.directory_fd, slot.name, &named, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (named.st_dev != held.st_dev || named.st_ino != held.st_ino) continue;
-    ::unlinkat(slot.directory_fd, slot.name, 0);
+  bool removed[kSlots] = {};
+  for (;;) {
+    int newest = -1;
+    for (int index = 0; index < kSlots; ++index)
+      if (!removed[index] && slots[index].active.load() &&
+          (newest < 0 || slots[index].registered > slots[newest].registered))
+        newest = index;
+    if (newest < 0) return;
+    removed[newest] = true;
+    RemoveIfStillOurs(slots[newest]);
   }
 }
 
@@ -114,6 +132,7 @@ Result<TerminationCleanup> TerminationCleanup::Register(int directory_fd, const 
                                                             : std::strerror(error)));
     }
     slot.only_if_empty = only_if_empty;
+    slot.registered = ++registrations;
     std::strcpy(slot.name, name);
     slot.active.store(true);
     return cleanup;
