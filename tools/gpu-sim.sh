@@ -34,11 +34,13 @@
 # finds its build costs milliseconds.
 #
 # `run` and working directories: the simulator reads ./gpgpusim.config and
-# writes fixed-name files (_1.ptx, BINARY.1.sm_70.ptx, ...) into the process's
-# current directory, so two processes sharing one directory read each other's
-# PTX. `run` therefore starts COMMAND inside a directory of its own (a fresh
+# writes files into the process's current directory, some named after the
+# program alone (PROGRAM.1.sm_70.ptx, PROGRAM.1.sm_70.ptxas, checkpoint_files/),
+# so two processes of one program in one directory write and read the same
+# files at the same time. `run` therefore starts COMMAND inside a directory of its own (a fresh
 # one under TMPDIR, removed afterwards, or --workdir DIR, kept), holding
-# tools/gpu-sim/gpgpusim.config. COMMAND runs there: give it absolute paths.
+# tools/gpu-sim/gpgpusim.config. COMMAND runs there: its program path is made
+# absolute, its other paths must be absolute.
 # A multi-process job needs one such directory per process: a child inherits
 # its parent's directory, so a launcher's ranks must each be started through
 # `tools/gpu-sim.sh run` (e.g. a wrapper named as the rank's program), not
@@ -312,6 +314,12 @@ run_simulated() {  # run_simulated [--workdir DIR] -- COMMAND...
     esac
   done
   [[ $# -gt 0 ]] || usage_error "run: no COMMAND after --"
+  # COMMAND runs in the working directory: a relative program path would
+  # point into it, so it is made absolute (its arguments are left alone).
+  local program=$1
+  shift
+  if [[ "$program" == */* && "$program" != /* ]]; then program="$PWD/$program"; fi
+  set -- "$program" "$@"
   if [[ -z "$workdir" ]]; then
     workdir="$(mktemp -d "${TMPDIR:-/tmp}/dmlp-gpu-sim.XXXXXX")"
     own_workdir=1
