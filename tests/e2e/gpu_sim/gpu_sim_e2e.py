@@ -7,6 +7,8 @@ programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
                                div, sqrt .rn bit for bit against the host
   gpu_sim_e2e.py stream_order  stream_order.cu: memset and synchronize on a
                                non-default stream keep the program's order
+  gpu_sim_e2e.py device_api    device_api.cu: the calls that describe a device
+                               (PCI bus id, versions, events) answer
   gpu_sim_e2e.py cli           usage errors and the cache's ownership checks
                                (no build needed)
 
@@ -114,6 +116,13 @@ def case_stream_order():
     print("PASS")
 
 
+def case_device_api():
+    require_build_tools()
+    with tempfile.TemporaryDirectory() as scratch:
+        compile_and_run("device_api", Path(scratch))
+    print("PASS")
+
+
 def case_cli():
     expect(gpu_sim("--help"), 0, "--help")
     if "tools/gpu-sim.sh build" not in gpu_sim("--help").stdout:
@@ -139,7 +148,7 @@ def case_cli():
 
 
 CASES = {"build": case_build, "fma_bits": case_fma_bits, "stream_order": case_stream_order,
-         "cli": case_cli}
+         "device_api": case_device_api, "cli": case_cli}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
