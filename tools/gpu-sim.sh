@@ -102,7 +102,8 @@ key_of() { sha256sum | cut -c1-16; }
 
 # The recipes are part of the keys: `declare -f` prints a function's text, so
 # editing how something is built builds it again, and editing comments or the
-# usage text does not.
+# usage text does not. The fetching functions are not: what they bring is
+# fixed by the pins (versions from a signed archive, wheels by SHA-256).
 toolkit_key() {
   { printf '%s\n' "${debian_packages[@]}" "${wheels[@]}"; declare -f assemble_toolkit write_nvcc_profile; } | key_of
 }
