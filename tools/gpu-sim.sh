@@ -328,17 +328,17 @@ run_simulated() {  # run_simulated [--workdir DIR] -- COMMAND...
   mkdir -p "$workdir"
   cp "$sim_config" "$workdir/gpgpusim.config"
   export CUDA_INSTALL_PATH="$toolkit_dir/cuda" LD_LIBRARY_PATH="$sim_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  # What GPGPU-Sim's setup_environment exports for CUDA >= 6. Without
-  # CUOBJDUMP_SIM_FILE the runtime looks for a cuobjdump section list that its
-  # CUDA 6+ path never fills and aborts ("No PTX sections found"); the other two
-  # name the PTX files that path writes (_1.ptx, ...).
+  # What GPGPU-Sim's setup_environment exports for CUDA >= 6, as it sets them.
+  # Without CUOBJDUMP_SIM_FILE the runtime looks for a cuobjdump section list
+  # that its CUDA 6+ path never fills and aborts ("No PTX sections found").
   export PTX_SIM_USE_PTX_FILE=1.ptx PTX_SIM_KERNELFILE=_1.ptx CUOBJDUMP_SIM_FILE=jj
   if [[ "$own_workdir" -eq 0 ]]; then
     cd "$workdir" && exec "$@"
   fi
   # Our own folder is removed afterwards: wait for COMMAND, pass signals on.
   local child status=0
-  (cd "$workdir" && exec "$@") &
+  # <&0: a background command's stdin would otherwise be /dev/null.
+  (cd "$workdir" && exec "$@") <&0 &
   child=$!
   trap 'kill -TERM "$child" 2>/dev/null' INT TERM HUP
   wait "$child" || status=$?
