@@ -21,15 +21,7 @@
 #include <limits>
 #include <vector>
 
-#define CUDA_OR_EXIT(call)                                                        \
-  do {                                                                            \
-    cudaError_t error_ = (call);                                                  \
-    if (error_ != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                   cudaGetErrorString(error_));                                   \
-      std::exit(2);                                                               \
-    }                                                                             \
-  } while (0)
+#include "cuda_or_exit.h"
 
 namespace {
 
