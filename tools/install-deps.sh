@@ -42,8 +42,12 @@ build_packages=(
 # without it), for e2e.reference.against_reference. qemu-user: its
 # qemu-x86_64 runs dmlp-train as on an x86-64 without AVX-512 and one without
 # AVX2, for e2e.trainer.other_cpus (the same bits on every x86-64).
+# g++-11, bison, flex, xutils-dev (makedepend) and zlib1g-dev build the GPU
+# simulator (tools/gpu-sim.sh, for tests/e2e/gpu_sim): GPGPU-Sim's Makefiles
+# generate its PTX parsers with bison and flex, and CUDA 11.8's nvcc, which the
+# simulator needs, accepts no g++ newer than 11 (Debian 12's g++ is 12).
 test_packages=(shellcheck clang git chromium slurm-wlm munge openmpi-bin iproute2 nftables python3-venv
-               qemu-user)
+               qemu-user g++-11 bison flex xutils-dev zlib1g-dev)
 
 mode=all
 list_only=0

@@ -12,7 +12,10 @@
 # Dockerfile and install-deps agree, run.sh and tools/main-job.sh run the CPU
 # job, and every command of README.md and docs/*.md runs (their links lead
 # somewhere); and the CRIU cases (tests/e2e/criu.cmake:
-# a job frozen and restored for real, as root; tools/criu.sh fetches CRIU 4.2 once).
+# a job frozen and restored for real, as root; tools/criu.sh fetches CRIU 4.2 once),
+# and the GPU simulator's (tests/e2e/gpu_sim.cmake: CUDA programs on GPGPU-Sim;
+# the ctest fixture e2e.gpu_sim.build runs tools/gpu-sim.sh build, minutes on a
+# fresh machine, once: it is cached outside the checkout).
 # GPU tests skip themselves without a GPU; on a GPU machine run tests/gpu/run_gpu_checks.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."

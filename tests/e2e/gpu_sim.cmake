@@ -1,0 +1,30 @@
+# The GPU simulator for real (tests/e2e/gpu_sim/gpu_sim_e2e.py): GPGPU-Sim,
+# patched, built by tools/gpu-sim.sh with CUDA 11.8, running CUDA programs
+# compiled by that nvcc.
+#   e2e.gpu_sim.build         tools/gpu-sim.sh build: the fixture the others need.
+#                             Minutes on a fresh machine (CI), milliseconds once
+#                             the cache holds the build, so CI pays it once.
+#   e2e.gpu_sim.fma_bits      fma.rn chains and IEEE add/mul/div/sqrt .rn, special
+#                             values included, bit for bit against the host
+#   e2e.gpu_sim.stream_order  memset and synchronize on a stream keep the order
+#   e2e.gpu_sim.device_api    the calls that describe a device (PCI bus id, ...) answer
+#   e2e.gpu_sim.cli           usage errors, refused caches (no build needed)
+# Exit 77 (SKIP) where the simulator cannot be built and CI is unset; in CI a
+# failure. The build runs under nice -n 19 beside the other tests: they keep
+# the machine first and no lock is needed.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(gpu_sim_environment
+    "DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+foreach(case build fma_bits stream_order device_api cli)
+  add_test(NAME e2e.gpu_sim.${case}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/gpu_sim/gpu_sim_e2e.py ${case})
+  set_tests_properties(e2e.gpu_sim.${case} PROPERTIES
+    ENVIRONMENT "${gpu_sim_environment}"
+    SKIP_RETURN_CODE 77
+    TIMEOUT 600)
+endforeach()
+# A fresh machine fetches CUDA 11.8 (about 90 MB) and compiles the simulator:
+# 277 s on an idle 2-core machine, far more on a busy one.
+set_tests_properties(e2e.gpu_sim.build PROPERTIES FIXTURES_SETUP gpu_sim TIMEOUT 3000)
+set_tests_properties(e2e.gpu_sim.fma_bits e2e.gpu_sim.stream_order e2e.gpu_sim.device_api PROPERTIES
+  FIXTURES_REQUIRED gpu_sim)

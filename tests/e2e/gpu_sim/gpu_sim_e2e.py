@@ -1,0 +1,157 @@
+"""The GPU simulator for real (tools/gpu-sim.sh): built once, then CUDA
+programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
+
+  gpu_sim_e2e.py build         tools/gpu-sim.sh build (the ctest fixture: once
+                               per machine, minutes; later calls find the cache)
+  gpu_sim_e2e.py fma_bits      fma_check.cu: fma.rn chains and IEEE add, mul,
+                               div, sqrt .rn bit for bit against the host
+  gpu_sim_e2e.py stream_order  stream_order.cu: memset and synchronize on a
+                               non-default stream keep the program's order
+  gpu_sim_e2e.py device_api    device_api.cu: the calls that describe a device
+                               (PCI bus id, versions, events) answer
+  gpu_sim_e2e.py cli           usage errors and the cache's ownership checks
+                               (no build needed)
+
+Exit 77 (SKIP) with the reason where the simulator cannot be built here (no
+g++-11, bison, ...: tools/install-deps.sh installs them) and CI is unset; in
+CI (CI set) the same is a failure: there it must run.
+Environment: DMLP_SOURCE_DIR (the repository), DMLP_GPU_SIM_CACHE (passed on).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", HERE.parents[2]))
+GPU_SIM = SOURCE / "tools" / "gpu-sim.sh"
+# What building the simulator needs from the machine (tools/install-deps.sh).
+NEEDED_COMMANDS = ["g++-11", "gcc-11", "bison", "flex", "makedepend", "make", "patch", "xz",
+                   "apt-get", "dpkg-deb"]
+NEEDED_FILES = ["/usr/include/zlib.h"]
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def skip_or_fail(reason):
+    if os.environ.get("CI"):
+        fail(f"{reason} (CI is set: the simulator must be built and run here)")
+    print(f"SKIP: {reason} (CI unset)")
+    sys.exit(77)
+
+
+def require_build_tools():
+    missing = [name for name in NEEDED_COMMANDS if shutil.which(name) is None]
+    missing += [path for path in NEEDED_FILES if not Path(path).exists()]
+    if missing:
+        skip_or_fail(f"cannot build the simulator: missing {', '.join(missing)} "
+                     "(tools/install-deps.sh installs them)")
+    cache = Path(os.environ.get("DMLP_GPU_SIM_CACHE", "/var/cache/dmlp/gpu-sim"))
+    existing = next(parent for parent in [cache, *cache.parents] if parent.exists())
+    if not os.access(existing, os.W_OK):
+        skip_or_fail(f"cannot write the simulator's cache under {existing} "
+                     "(root, or set DMLP_GPU_SIM_CACHE)")
+
+
+def gpu_sim(*args, **kwargs):
+    return subprocess.run([str(GPU_SIM), *args], capture_output=True, text=True, **kwargs)
+
+
+def expect(result, status, what):
+    if result.returncode != status:
+        fail(f"{what}: exit {result.returncode}, expected {status}\n"
+             f"stdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-4000:]}")
+
+
+def case_build():
+    require_build_tools()
+    result = gpu_sim("build", timeout=3000)
+    expect(result, 0, "tools/gpu-sim.sh build")
+    print(result.stderr, end="")
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    if not (folder / "lib" / "libcudart.so.11.0").exists():
+        fail(f"the last line, {folder}, is no simulator build (no lib/libcudart.so.11.0)")
+    print(f"PASS: simulator in {folder}")
+
+
+def compile_and_run(program, scratch, workdir=None):
+    binary = scratch / program
+    result = gpu_sim("nvcc", "-cudart", "shared", "-arch=sm_70", "-O3", "-o", str(binary),
+                     str(HERE / f"{program}.cu"), timeout=600)
+    expect(result, 0, f"tools/gpu-sim.sh nvcc {program}.cu")
+    run_args = ["run", *(["--workdir", str(workdir)] if workdir else []), "--", str(binary)]
+    result = gpu_sim(*run_args, timeout=600)
+    # The program's own lines; the simulator's (its option table, a few lines a launch) are noise here.
+    print("\n".join(line for line in result.stdout.splitlines() if line.startswith(f"{program}: ")))
+    expect(result, 0, f"{program} on the simulator")
+    if f"{program}: RESULT PASS" not in result.stdout:
+        fail(f"{program} exited 0 without RESULT PASS")
+    return result
+
+
+def case_fma_bits():
+    require_build_tools()
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = Path(scratch) / "work"
+        result = compile_and_run("fma_check", Path(scratch), workdir)
+        if not re.search(r"^fma_check: __fmaf_rn chain:\s+0/4096 mismatches", result.stdout, re.MULTILINE):
+            fail("no line saying 0/4096 __fmaf_rn chains differ")
+        # --workdir is kept, with the configuration and the simulator's files in it.
+        if not (workdir / "gpgpusim.config").exists():
+            fail(f"{workdir} lacks gpgpusim.config after `run --workdir`")
+    print("PASS")
+
+
+def case_stream_order():
+    require_build_tools()
+    with tempfile.TemporaryDirectory() as scratch:
+        compile_and_run("stream_order", Path(scratch))
+    print("PASS")
+
+
+def case_device_api():
+    require_build_tools()
+    with tempfile.TemporaryDirectory() as scratch:
+        compile_and_run("device_api", Path(scratch))
+    print("PASS")
+
+
+def case_cli():
+    expect(gpu_sim("--help"), 0, "--help")
+    if "tools/gpu-sim.sh build" not in gpu_sim("--help").stdout:
+        fail("--help does not describe build")
+    for args in ([], ["bogus"], ["build", "extra"]):
+        expect(gpu_sim(*args), 2, f"tools/gpu-sim.sh {' '.join(args)}")
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = Path(scratch) / "cache"
+        cache.mkdir()
+        cache.chmod(0o777)
+        result = gpu_sim("build", env=dict(os.environ, DMLP_GPU_SIM_CACHE=str(cache)))
+        expect(result, 2, "build into a world-writable cache")
+        if "GPU_SIM_CACHE_UNSAFE" not in result.stderr:
+            fail(f"no GPU_SIM_CACHE_UNSAFE for a world-writable cache: {result.stderr}")
+        if os.geteuid() == 0:
+            cache.chmod(0o755)
+            os.chown(cache, 65534, 65534)  # nobody
+            result = gpu_sim("build", env=dict(os.environ, DMLP_GPU_SIM_CACHE=str(cache)))
+            expect(result, 2, "build into a cache owned by another user")
+            if "GPU_SIM_CACHE_UNSAFE" not in result.stderr:
+                fail(f"no GPU_SIM_CACHE_UNSAFE for another user's cache: {result.stderr}")
+    print("PASS")
+
+
+CASES = {"build": case_build, "fma_bits": case_fma_bits, "stream_order": case_stream_order,
+         "device_api": case_device_api, "cli": case_cli}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print(f"usage: gpu_sim_e2e.py {{{'|'.join(CASES)}}}", file=sys.stderr)
+        sys.exit(2)
+    CASES[sys.argv[1]]()
