@@ -25,6 +25,26 @@ tools/install-deps.sh
 
 step() { printf '\n== %s ==\n' "$*"; }
 
+# report_skips CTEST_OUTPUT LAST_TEST_LOG: each ctest case that skipped (the
+# "(Skipped)" lines of ctest's output), with the line of its output that says
+# why: a newcomer's clone without ../shared or a GPU skips some, and should
+# see why without digging through LastTest.log. gtest's GTEST_SKIP puts its
+# reason on the line after "FILE:LINE: Skipped"; the Python and shell cases
+# print one line with "SKIP" in it.
+report_skips() {
+  sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$1" | sort -u >"$1.skipped"
+  [[ -s "$1.skipped" ]] || return 0
+  echo "skipped, and why:"
+  awk -v list="$1.skipped" '
+    BEGIN { while ((getline line < list) > 0) wanted[line] = 1 }
+    /^[0-9]+\/[0-9]+ Test: / { name = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", name); said = !(name in wanted); next }
+    said { next }
+    next_is_reason { print "  " name ": " $0; said = 1; next_is_reason = 0; next }
+    /: Skipped$/ { next_is_reason = 1; next }
+    /SKIP/ { print "  " name ": " $0; said = 1 }
+  ' "$2"
+}
+
 step "the reference JAX job's python (tools/reference-venv.sh)"
 DMLP_REFERENCE_PYTHON="$(tools/reference-venv.sh)"
 export DMLP_REFERENCE_PYTHON
@@ -35,7 +55,8 @@ cmake -S . -B build -DDMLP_WERROR=ON >/dev/null
 cmake --build build -j "${jobs}"
 
 step "tests"
-ctest --test-dir build --output-on-failure -j "${jobs}"
+ctest --test-dir build --output-on-failure -j "${jobs}" | tee build/ctest-output.txt
+report_skips build/ctest-output.txt build/Testing/Temporary/LastTest.log
 
 step "unit tests under ASan + UBSan"
 cmake -S . -B build-sanitize -DDMLP_SANITIZE=ON -DDMLP_CUDA=OFF -DDMLP_BUILD_BENCH=OFF \
