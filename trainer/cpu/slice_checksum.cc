@@ -32,16 +32,20 @@ uint64_t WordTerms(const unsigned char* bytes, uint64_t first_word, size_t count
 
 }  // namespace
 
-uint64_t ChecksumTerms(const float* slice, size_t first, size_t count) {
+uint64_t PieceTerms(const float* piece, size_t slice_offset, size_t count) {
   const size_t whole_words = count / kChecksumWordFloats;
-  uint64_t sum = WordTerms(reinterpret_cast<const unsigned char*>(slice + first), first / kChecksumWordFloats,
-                           whole_words);
+  const uint64_t first_word = slice_offset / kChecksumWordFloats;
+  uint64_t sum = WordTerms(reinterpret_cast<const unsigned char*>(piece), first_word, whole_words);
   if (count % kChecksumWordFloats != 0) {
     uint64_t last = 0;  // the odd float, padded with zeros
-    std::memcpy(&last, slice + first + count - 1, sizeof(float));
-    sum += Mix(last ^ ((first / kChecksumWordFloats + whole_words) * kPositionKey));
+    std::memcpy(&last, piece + count - 1, sizeof(float));
+    sum += Mix(last ^ ((first_word + whole_words) * kPositionKey));
   }
   return sum;
+}
+
+uint64_t ChecksumTerms(const float* slice, size_t first, size_t count) {
+  return PieceTerms(slice + first, first, count);
 }
 
 uint64_t FinishChecksum(uint64_t terms, size_t count) { return Mix(terms ^ Mix(count)); }

@@ -1,4 +1,4 @@
-// defines: ChecksumTerms, FinishChecksum, SliceChecksum, kChecksumWordFloats
+// defines: ChecksumTerms, PieceTerms, FinishChecksum, SliceChecksum, kChecksumWordFloats
 //
 // A fast 64-bit checksum of the bytes a rank publishes through the shared
 // memory segment (collectives_shm.h), which each reader recomputes after
@@ -14,7 +14,9 @@
 // moved or swapped words show too; a change of several words cancels out with
 // a chance of about 2^-64. The sum does not care where it is split, which lets
 // a caller spread one slice over its threads (ChecksumTerms on pieces that
-// start at a multiple of kChecksumWordFloats, added up).
+// start at a multiple of kChecksumWordFloats, added up), and lets a pass that
+// reads a slice for another purpose (the fold, the optimizer) add up the terms
+// of what it read, wherever it keeps the floats (PieceTerms on its copy).
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,13 @@ inline constexpr size_t kChecksumWordFloats = 2;
 /// The sum of the terms of floats [first, first + count) of a slice that
 /// starts at `slice`. REQUIRES: first is a multiple of kChecksumWordFloats.
 uint64_t ChecksumTerms(const float* slice, size_t first, size_t count);
+
+/// The sum of the terms of `count` floats read from `piece` (any memory, a
+/// copy say) that lie at float `slice_offset` of their slice: ChecksumTerms
+/// of the slice's floats there when the copy is exact. REQUIRES: slice_offset
+/// is a multiple of kChecksumWordFloats; `count` is odd only where the piece
+/// ends its slice (the last float is the odd one, padded with zeros).
+uint64_t PieceTerms(const float* piece, size_t slice_offset, size_t count);
 
 /// The checksum of a slice of `count` floats whose terms add up to `terms`.
 uint64_t FinishChecksum(uint64_t terms, size_t count);
