@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainer/cpu/adam_cpu.h"
+#include "trainer/cpu/cpu_clones.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/slice_checksum.h"
 
@@ -14,27 +15,121 @@ namespace dmlp {
 
 static_assert(kChecksummedBlockFloats % kChecksumWordFloats == 0, "every block but a slice's last starts a word");
 
-// Block by block: the sum starts as shard 0's copy and adds each later
-// shard's copy in shard order, so every element sees ((s0 + s1) + s2) + ...,
-// as in FoldShardsInOrder (one shard: a copy). The sum is written to `out`
-// once per block, from the stack, where its terms were taken.
+namespace {
+
+// 16 floats as 8 checksum words, in one AVX-512 register or several narrower
+// ones (GCC's vector extensions, lowered for each clone): the passes load a
+// chunk once, take its terms and do their arithmetic on the same register.
+// A float vector's + is an IEEE add in every lane, as the scalar loop's.
+typedef uint64_t ChunkWords __attribute__((vector_size(64)));
+typedef float ChunkFloats __attribute__((vector_size(64)));
+constexpr size_t kChunkFloats = sizeof(ChunkFloats) / sizeof(float);
+constexpr size_t kChunkWords = kChunkFloats / kChecksumWordFloats;
+static_assert(kChecksummedBlockFloats % kChunkFloats == 0);
+
+// Key(first_word + lane) in each lane. Vectors by reference: by value they
+// would depend on the clone's ABI.
+void SetChunkKeys(uint64_t first_word, ChunkWords& keys) {
+  for (size_t lane = 0; lane < kChunkWords; ++lane) keys[lane] = (first_word + lane) * kChecksumPositionKey;
+}
+
+// terms += the terms of `words` under `keys`.
+inline void AddTerms(const ChunkWords& words, const ChunkWords& keys, ChunkWords& terms) {
+  ChunkWords mixed = words ^ keys;
+  ChecksumMix(mixed);
+  terms += mixed;
+}
+
+// The same into kChunkWords lanes in memory, which need no vector alignment.
+inline void AddTerms(const ChunkWords& words, const ChunkWords& keys, uint64_t* lanes) {
+  ChunkWords terms;
+  std::memcpy(&terms, lanes, sizeof terms);
+  AddTerms(words, keys, terms);
+  std::memcpy(lanes, &terms, sizeof terms);
+}
+
+uint64_t SumOfLanes(const ChunkWords& terms) {
+  uint64_t sum = 0;
+  for (size_t lane = 0; lane < kChunkWords; ++lane) sum += terms[lane];
+  return sum;
+}
+
+uint64_t SumOfLanes(const uint64_t* lanes) {
+  uint64_t sum = 0;
+  for (size_t lane = 0; lane < kChunkWords; ++lane) sum += lanes[lane];
+  return sum;
+}
+
+// Copies `count` floats (a multiple of kChunkFloats) and returns the terms of
+// the copy, which lie at word `first_word` of their slice.
+DMLP_CPU_FMA_CLONES  // the levels with AVX-512DQ's 64-bit multiply (slice_checksum.cc)
+uint64_t CopyWithTerms(const float* from, float* to, size_t count, uint64_t first_word) {
+  ChunkWords keys, terms{};
+  SetChunkKeys(first_word, keys);
+  for (size_t at = 0; at < count; at += kChunkFloats) {
+    ChunkWords words;
+    std::memcpy(&words, from + at, sizeof words);
+    AddTerms(words, keys, terms);
+    std::memcpy(to + at, &words, sizeof words);
+    keys += kChunkWords * kChecksumPositionKey;
+  }
+  return SumOfLanes(terms);
+}
+
+// The fold of whole chunks, each loaded once into registers: the sum starts
+// as shard 0's chunk and adds each later shard's in shard order, so every
+// element sees ((s0 + s1) + s2) + ..., as in FoldShardsInOrder (one shard: a
+// copy); the terms are of the loaded and the stored registers, added to
+// lanes [s * kChunkWords, (s + 1) * kChunkWords) for shard s, to those of
+// `shards` for the sum.
+DMLP_CPU_FMA_CLONES
+void FoldChunks(const float* partials, size_t shards, size_t stride, size_t count, uint64_t first_word,
+                float* out, uint64_t* lanes) {
+  ChunkWords keys;
+  SetChunkKeys(first_word, keys);
+  for (size_t at = 0; at < count; at += kChunkFloats) {
+    ChunkWords words;
+    std::memcpy(&words, partials + at, sizeof words);
+    AddTerms(words, keys, lanes);
+    ChunkFloats sum, added;  // the loaded words' floats (memcpy between registers: a reinterpretation)
+    std::memcpy(&sum, &words, sizeof sum);
+    for (size_t shard = 1; shard < shards; ++shard) {
+      std::memcpy(&words, partials + shard * stride + at, sizeof words);
+      AddTerms(words, keys, lanes + shard * kChunkWords);
+      std::memcpy(&added, &words, sizeof added);
+      sum += added;
+    }
+    std::memcpy(&words, &sum, sizeof words);
+    AddTerms(words, keys, lanes + shards * kChunkWords);
+    std::memcpy(out + at, &words, sizeof words);
+    keys += kChunkWords * kChecksumPositionKey;
+  }
+}
+
+}  // namespace
+
+// Whole chunks in registers; the last few floats of a piece (fewer than a
+// chunk, the odd one included) through a copy on the stack.
 void FoldShardsChecksummed(const float* partials, size_t shards, size_t stride, size_t count,
                            size_t slice_offset, float* out, uint64_t* terms) {
-  float sum[kChecksummedBlockFloats];
-  float read[kChecksummedBlockFloats];
-  for (size_t done = 0; done < count; done += kChecksummedBlockFloats) {
-    const size_t length = std::min(kChecksummedBlockFloats, count - done);
-    const size_t offset = slice_offset + done;
-    std::memcpy(sum, partials + done, length * sizeof(float));
-    terms[0] += PieceTerms(sum, offset, length);
-    for (size_t shard = 1; shard < shards; ++shard) {
-      std::memcpy(read, partials + shard * stride + done, length * sizeof(float));
-      terms[shard] += PieceTerms(read, offset, length);
-      for (size_t e = 0; e < length; ++e) sum[e] += read[e];
-    }
-    terms[shards] += PieceTerms(sum, offset, length);
-    std::memcpy(out + done, sum, length * sizeof(float));
+  const size_t chunked = count / kChunkFloats * kChunkFloats;
+  std::vector<uint64_t> lanes((shards + 1) * kChunkWords, 0);
+  FoldChunks(partials, shards, stride, chunked, slice_offset / kChecksumWordFloats, out, lanes.data());
+  for (size_t i = 0; i <= shards; ++i) terms[i] += SumOfLanes(lanes.data() + i * kChunkWords);
+  const size_t rest = count - chunked;
+  if (rest == 0) return;
+  float sum[kChunkFloats];
+  float read[kChunkFloats];
+  const size_t offset = slice_offset + chunked;
+  std::memcpy(sum, partials + chunked, rest * sizeof(float));
+  terms[0] += PieceTerms(sum, offset, rest);
+  for (size_t shard = 1; shard < shards; ++shard) {
+    std::memcpy(read, partials + shard * stride + chunked, rest * sizeof(float));
+    terms[shard] += PieceTerms(read, offset, rest);
+    for (size_t e = 0; e < rest; ++e) sum[e] += read[e];
   }
+  terms[shards] += PieceTerms(sum, offset, rest);
+  std::memcpy(out + chunked, sum, rest * sizeof(float));
 }
 
 // Each element's sum is whole on one thread; the terms add up in any split
@@ -53,15 +148,18 @@ std::vector<uint64_t> FoldSliceChecksummed(const float* partials, size_t shards,
   return terms;
 }
 
-// AdamUpdate itself, a block at a time, on the copy of the gradient.
+// AdamUpdate itself, a block at a time, on the copy of the gradient whose
+// terms were taken as it was copied.
 uint64_t AdamUpdateChecksummed(const AdamScalars& scalars, const float* grad, float* params, float* mu,
                                float* nu, size_t count, size_t slice_offset) {
   float read[kChecksummedBlockFloats];
   uint64_t terms = 0;
   for (size_t done = 0; done < count; done += kChecksummedBlockFloats) {
     const size_t length = std::min(kChecksummedBlockFloats, count - done);
-    std::memcpy(read, grad + done, length * sizeof(float));
-    terms += PieceTerms(read, slice_offset + done, length);
+    const size_t chunked = length / kChunkFloats * kChunkFloats;
+    terms += CopyWithTerms(grad + done, read, chunked, (slice_offset + done) / kChecksumWordFloats);
+    std::memcpy(read + chunked, grad + done + chunked, (length - chunked) * sizeof(float));
+    terms += PieceTerms(read + chunked, slice_offset + done + chunked, length - chunked);
     AdamUpdate(scalars, read, params + done, mu + done, nu + done, length);
   }
   return terms;

@@ -5,16 +5,20 @@
 // segment (CpuBackend::ReduceShared and ReduceAndApply), each also adding up
 // the checksum terms (slice_checksum.h) of the bytes it reads and writes
 // there, so the transport's checks cost no second pass over memory
-// (docs/performance.md). Both copy a block of the segment's floats into this
-// thread's stack, then compute the terms of the copy and run the arithmetic
-// on the copy: the bytes checked are the bytes used, with no window between
-// the two for another process to write in (docs/reliability.md).
+// (docs/performance.md). Each value is taken from the segment once and both
+// the checksum and the arithmetic use that one copy: the fold loads 16
+// floats into registers, adds up their terms and adds them to the sum there
+// (the few floats past a piece's last 16 through a copy on the stack); Adam
+// copies a block of the gradient to the stack, taking the terms of each
+// register it copies, and AdamUpdate reads the copy. So the bytes checked
+// are the bytes used, with no window between the two for another process
+// to write in (docs/reliability.md).
 //
-// Bits: the copy is a byte copy, and the arithmetic is FoldShardsInOrder's
-// (each element's additions in shard order, the same IEEE adds) and
-// AdamUpdate itself on the copy, so the floats are those of the unchecked
-// passes, NaN payloads, signed zeros and denormals included
-// (tests/unit/checksummed_passes_test.cc).
+// Bits: the copies are byte copies, and the arithmetic is FoldShardsInOrder's
+// (each element's additions in shard order, each an IEEE add, whether in a
+// vector lane or a scalar) and AdamUpdate itself on the copy, so the floats
+// are those of the unchecked passes, NaN payloads, signed zeros and
+// denormals included (tests/unit/checksummed_passes_test.cc).
 #pragma once
 
 #include <cstddef>
@@ -25,7 +29,7 @@
 
 namespace dmlp {
 
-/// Floats per block copied to the stack: two blocks fit the first-level cache.
+/// Floats per block of the gradient Adam copies to the stack (first-level cache).
 inline constexpr size_t kChecksummedBlockFloats = 1024;
 
 /// FoldShardsInOrder(partials, shards, stride, count, out), which also adds to

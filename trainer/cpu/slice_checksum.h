@@ -1,4 +1,5 @@
-// defines: ChecksumTerms, PieceTerms, FinishChecksum, SliceChecksum, kChecksumWordFloats
+// defines: ChecksumTerms, PieceTerms, FinishChecksum, SliceChecksum, kChecksumWordFloats,
+//          ChecksumMix, kChecksumPositionKey, kChecksumMixMultiplier
 //
 // A fast 64-bit checksum of the bytes a rank publishes through the shared
 // memory segment (collectives_shm.h), which each reader recomputes after
@@ -26,6 +27,20 @@ namespace dmlp {
 
 /// Floats per checksum word: a piece other than the last starts and ends on a multiple of this.
 inline constexpr size_t kChecksumWordFloats = 2;
+
+/// Key(i) = i * kChecksumPositionKey, mod 2^64.
+inline constexpr uint64_t kChecksumPositionKey = 0x9e3779b97f4a7c15;  // 2^64 / golden ratio: keys far apart
+inline constexpr uint64_t kChecksumMixMultiplier = 0xd6e8feb86659fd93;  // odd: the multiply is a bijection
+
+/// Mix, in place, of one word or of each lane of a GCC vector of words (the
+/// passes that take their terms in registers, checksummed_passes.cc; in
+/// place: a vector passed by value would depend on the clone's ABI).
+template <typename Words>
+inline void ChecksumMix(Words& x) {
+  x ^= x >> 32;
+  x *= kChecksumMixMultiplier;
+  x ^= x >> 32;
+}
 
 /// The sum of the terms of floats [first, first + count) of a slice that
 /// starts at `slice`. REQUIRES: first is a multiple of kChecksumWordFloats.
