@@ -2,8 +2,8 @@
 //          ChecksumMix, kChecksumPositionKey, kChecksumMixMultiplier
 //
 // A fast 64-bit checksum of the bytes a rank publishes through the shared
-// memory segment (collectives_shm.h), which each reader recomputes after
-// reading: a write into the segment by anybody else between the two shows as
+// memory segment (collectives_shm.h), which each reader recomputes from
+// what it read: a write into the segment by anybody else between the two shows as
 // a mismatch. It is no defence against a writer who knows this format (the
 // checksums lie in the same segment: docs/reliability.md), and it never
 // touches the bytes it covers, so it cannot change a receipt bit.
