@@ -1,9 +1,11 @@
 // The fold and Adam that take the shared segment's checksums as they read
 // (trainer/cpu/checksummed_passes.h): the same floats as the unchecked passes,
 // bit for bit, on values where a reordered or widened operation would show
-// (NaN payloads, infinities, signed zeros, denormals), and the same checksum
-// terms as slice_checksum.h's of the same bytes, for any split of a slice
-// into the pieces a rank's threads get.
+// (NaN payloads, two NaNs meeting in one add, infinities, signed zeros,
+// denormals), and the same checksum terms as slice_checksum.h's of the same
+// bytes, for any split of a slice into the pieces a rank's threads get.
+// Where two NaNs meet the payload is x86's (the left operand's), which QEMU
+// 7.2's user mode does not emulate for SSE: run natively.
 #include "trainer/cpu/checksummed_passes.h"
 
 #include <gtest/gtest.h>

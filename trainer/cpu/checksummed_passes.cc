@@ -48,6 +48,24 @@ inline void AddTerms(const ChunkWords& words, const ChunkWords& keys, uint64_t* 
   std::memcpy(lanes, &terms, sizeof terms);
 }
 
+// sum += added, lane by lane, as FoldShardsInOrder's scalar `out += partial`
+// runs on x86: where both are NaN, the result is the left one's (quieted),
+// whatever the payloads. IEEE 754 leaves that choice open and GCC treats +
+// as commutative, so a vector add alone took the right one's payload in
+// some clones; the select makes the rule explicit. Where sum is not a NaN the
+// add decides alone, and it is the same IEEE add in either operand order.
+typedef int32_t ChunkLanes __attribute__((vector_size(64)));
+inline void AddLeftFirst(ChunkFloats& sum, const ChunkFloats& added) {
+  constexpr int32_t kQuietBit = 0x00400000;
+  const ChunkLanes left_nan = sum != sum;  // all ones where sum is a NaN
+  ChunkLanes left, result;
+  std::memcpy(&left, &sum, sizeof left);
+  const ChunkFloats added_up = sum + added;
+  std::memcpy(&result, &added_up, sizeof result);
+  result = (left_nan & (left | kQuietBit)) | (~left_nan & result);
+  std::memcpy(&sum, &result, sizeof sum);
+}
+
 uint64_t SumOfLanes(const ChunkWords& terms) {
   uint64_t sum = 0;
   for (size_t lane = 0; lane < kChunkWords; ++lane) sum += terms[lane];
@@ -97,7 +115,7 @@ void FoldChunks(const float* partials, size_t shards, size_t stride, size_t coun
       std::memcpy(&words, partials + shard * stride + at, sizeof words);
       AddTerms(words, keys, lanes + shard * kChunkWords);
       std::memcpy(&added, &words, sizeof added);
-      sum += added;
+      AddLeftFirst(sum, added);
     }
     std::memcpy(&words, &sum, sizeof words);
     AddTerms(words, keys, lanes + shards * kChunkWords);
