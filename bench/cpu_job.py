@@ -1,7 +1,7 @@
 """cpu_job: what the Python benchmarks share — one PLATFORM=cpu job through
 dmlp-launch, timed by rank 0's DMLP_PROFILE line, and the figures' summaries.
 
-Imported by train_bench.py, divergence_bench.py, audit_bench.py and
+Imported by train_bench.py, divergence_bench.py, audit_bench.py, builds_bench.py and
 freeze_reference.py (run them from anywhere: each puts bench/ on sys.path
 through its own location).
 """

@@ -5,9 +5,11 @@
 // against the floor of the shared path: the bytes it copies per rank at the
 // memcpy rate measured with every rank copying at once; and what the
 // checksums of the in place path cost (collectives_shm.h: every slice a rank
-// publishes is checksummed by it and again by each reader, after reading)
-// against their floor: the bytes they read at the rate every rank reads
-// memory at once.
+// publishes is checksummed by it and again by each reader, after reading),
+// with the optimizer that reads the reduced vector: as separate passes (each
+// against its floor, the bytes it reads at the rate every rank reads memory
+// at once) and taken inside the fold and Adam (checksummed_passes.h), rounds
+// of the three variants interleaved in one segment.
 //
 //   transport_bench [--ranks 2] [--floats N] [--rounds 40]
 //
@@ -29,6 +31,8 @@
 
 #include "bench/median.h"
 #include "tests/unit/rendezvous_test_util.h"
+#include "trainer/cpu/adam_cpu.h"
+#include "trainer/cpu/checksummed_passes.h"
 #include "trainer/cpu/collectives_shm.h"
 #include "trainer/cpu/slice_checksum.h"
 #include "trainer/math/ordered_reduce.h"
@@ -39,20 +43,31 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using dmlp::bench::Median;
 
+constexpr size_t kGrain = 4096;  // CpuBackend's pieces (one thread per rank here: one piece)
+
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 struct Timings {
-  std::vector<double> exchange;   // seconds per all-to-all + all-gather
-  std::vector<double> checksums;  // of which in the checksums (kSharedInPlaceChecked)
+  std::vector<double> exchange;   // seconds per all-to-all + all-gather (with the optimizer: MeasureChecks)
+  std::vector<double> checksums;  // of which in separate checksum passes (MeasureChecks)
+  std::vector<double> fold;       // of which in the fold (MeasureChecks)
+  std::vector<double> optimizer;  // of which in Adam (MeasureChecks)
 };
 
 dmlp::Status Fail(const std::string& what) { return dmlp::Status::Error("BENCH", what); }
 
-enum class Path { kTcp, kSharedCopies, kSharedInPlace, kSharedInPlaceChecked };
+enum class Path { kTcp, kSharedCopies, kSharedInPlace };
 
-// Floats each rank checksums per reduction in place (CpuBackend::ReduceShared
-// and ReduceAndApply): it seals its partial's `ranks` slices, checks its slice
-// of every partial, seals its slice of the reduced vector, checks all of it.
+// The in place reduction and the optimizer as CpuBackend::ReduceShared and
+// ReduceAndApply run them: without checksums, with them as separate passes
+// (until the checks moved into the fold and Adam), and as dmlp-train now.
+enum class Checks { kNone, kSeparatePasses, kInsideThePasses };
+constexpr Checks kAllChecks[] = {Checks::kNone, Checks::kSeparatePasses, Checks::kInsideThePasses};
+
+// Floats each rank checksums per reduction with separate passes: it seals its
+// partial's `ranks` slices, checks its slice of every partial, seals its
+// slice of the reduced vector, checks all of it. Inside the passes only the
+// first remains a pass of its own: `ranks` slices.
 size_t ChecksummedFloats(size_t slice, int ranks) { return (3 * static_cast<size_t>(ranks) + 1) * slice; }
 
 // One path on its own rendezvous: `rounds` reductions of `slice` floats per
@@ -65,8 +80,7 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
   const size_t total = slice * static_cast<size_t>(ranks);
   dmlp::SharedSizes sizes{total * sizeof(float)};
   if (path == Path::kSharedInPlace) sizes = {0, total, total};
-  if (path == Path::kSharedInPlaceChecked) sizes = {0, total, total, slice};
-  const bool in_place = path == Path::kSharedInPlace || path == Path::kSharedInPlaceChecked;
+  const bool in_place = path == Path::kSharedInPlace;
   DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Collectives> collectives,
                         dmlp::ConnectCpuCollectives(*rendezvous, path == Path::kTcp ? dmlp::CpuTransport::kTcp
                                                                                     : dmlp::CpuTransport::kSharedMemory,
@@ -82,37 +96,7 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
   for (int round = -3; round < rounds; ++round) {  // three rounds to warm up
     DMLP_RETURN_IF_ERROR(collectives->Barrier());
     const Clock::time_point started = Clock::now();
-    Clock::duration checksums{};
-    // Times one checksum step of the in place path (none on the others).
-    const auto timed = [&](auto&& step) {
-      const Clock::time_point at = Clock::now();
-      dmlp::Status status = step();
-      checksums += Clock::now() - at;
-      return status;
-    };
-    const auto seal = [&](const float* first, int count) {
-      for (int i = 0; i < count; ++i) {
-        const float* written = first + i * slice;
-        shared->SealSlice(written, dmlp::SliceChecksum(written, slice));
-      }
-      return dmlp::Status::Ok();
-    };
-    const auto check = [&](const float* first, size_t stride) {
-      for (int i = 0; i < ranks; ++i) {
-        const float* read = first + i * stride;
-        DMLP_RETURN_IF_ERROR(shared->CheckSlice(read, dmlp::SliceChecksum(read, slice)));
-      }
-      return dmlp::Status::Ok();
-    };
-    if (path == Path::kSharedInPlaceChecked) {
-      DMLP_RETURN_IF_ERROR(timed([&] { return seal(partial, ranks); }));
-      DMLP_RETURN_IF_ERROR(collectives->Barrier());
-      dmlp::FoldShardsInOrder(shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, reduced + own);
-      DMLP_RETURN_IF_ERROR(timed([&] { return check(shared->Partials(0) + own, total); }));
-      DMLP_RETURN_IF_ERROR(timed([&] { return seal(reduced + own, 1); }));
-      DMLP_RETURN_IF_ERROR(collectives->Barrier());
-      DMLP_RETURN_IF_ERROR(timed([&] { return check(reduced, slice); }));
-    } else if (path == Path::kSharedInPlace) {
+    if (path == Path::kSharedInPlace) {
       DMLP_RETURN_IF_ERROR(collectives->Barrier());
       dmlp::FoldShardsInOrder(shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, reduced + own);
       DMLP_RETURN_IF_ERROR(collectives->Barrier());
@@ -122,7 +106,96 @@ dmlp::Result<Timings> Measure(int port, int rank, int ranks, Path path, size_t s
       DMLP_RETURN_IF_ERROR(collectives->AllGather(reduced + own, reduced, slice));
     }
     if (round >= 0) timings.exchange.push_back(Seconds(Clock::now() - started));
-    if (round >= 0) timings.checksums.push_back(Seconds(checksums));
+  }
+  DMLP_RETURN_IF_ERROR(rendezvous->Barrier("bench-end"));
+  collectives.reset();
+  DMLP_RETURN_IF_ERROR(rendezvous->Close());
+  return timings;
+}
+
+// The in place reduction of `floats` (the padded gradient: parameters and
+// the loss) and Adam over the parameters, as CpuBackend runs them on one
+// thread per rank, in the three ways of `Checks`, a round of each in turn.
+dmlp::Result<std::vector<Timings>> MeasureChecks(int port, int rank, int ranks, size_t floats, size_t slice,
+                                                 int rounds) {
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Rendezvous> rendezvous,
+                        dmlp::Rendezvous::Join(dmlp::testing::RendezvousTestOptions(port, rank, ranks, 60)));
+  const size_t total = slice * static_cast<size_t>(ranks), parameters = floats - 1;
+  DMLP_ASSIGN_OR_RETURN(std::unique_ptr<dmlp::Collectives> collectives,
+                        dmlp::ConnectCpuCollectives(*rendezvous, dmlp::CpuTransport::kSharedMemory,
+                                                    {0, total, total, slice}));
+  auto* shared = dynamic_cast<dmlp::SharedMemoryCollectives*>(collectives.get());
+  if (shared == nullptr) return Fail("the transport asked for did not run");
+  float* partial = shared->Partials(rank);
+  float* reduced = shared->Reduced();
+  for (size_t i = 0; i < total; ++i) partial[i] = 1e-3f * static_cast<float>((i + static_cast<size_t>(rank)) % 97);
+  std::vector<float> params(parameters, 0.5f), mu(parameters, 0.0f), nu(parameters, 0.0f);
+  const dmlp::AdamScalars scalars = dmlp::MakeAdamScalars(1, 1e-3);
+  const size_t own = static_cast<size_t>(rank) * slice;
+  std::vector<Timings> timings(std::size(kAllChecks));
+  for (int round = -3; round < rounds; ++round) {  // three rounds of each to warm up
+    for (size_t variant = 0; variant < std::size(kAllChecks); ++variant) {
+      const Checks checks = kAllChecks[variant];
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+      Clock::duration in_checksums{}, in_fold{}, in_optimizer{};
+      const auto timed = [](Clock::duration& total_time, auto&& step) {
+        const Clock::time_point at = Clock::now();
+        dmlp::Status status = step();
+        total_time += Clock::now() - at;
+        return status;
+      };
+      const auto seal = [&](const float* first, int count) {
+        for (int i = 0; i < count; ++i) shared->SealSlice(first + i * slice, dmlp::SliceChecksum(first + i * slice, slice));
+        return dmlp::Status::Ok();
+      };
+      const auto check = [&](const float* first, size_t stride) {
+        for (int i = 0; i < ranks; ++i) {
+          const float* read = first + i * stride;
+          DMLP_RETURN_IF_ERROR(shared->CheckSlice(read, dmlp::SliceChecksum(read, slice)));
+        }
+        return dmlp::Status::Ok();
+      };
+      const Clock::time_point started = Clock::now();
+      if (checks != Checks::kNone) DMLP_RETURN_IF_ERROR(timed(in_checksums, [&] { return seal(partial, ranks); }));
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+      DMLP_RETURN_IF_ERROR(timed(in_fold, [&] {
+        if (checks != Checks::kInsideThePasses) {
+          dmlp::FoldShardsInOrder(shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, reduced + own);
+          return dmlp::Status::Ok();
+        }
+        const std::vector<uint64_t> read = dmlp::FoldSliceChecksummed(
+            shared->Partials(0) + own, static_cast<size_t>(ranks), total, slice, kGrain, reduced + own);
+        for (int shard = 0; shard < ranks; ++shard)
+          DMLP_RETURN_IF_ERROR(shared->CheckSlice(shared->Partials(0) + shard * total + own, read[shard]));
+        shared->SealSlice(reduced + own, read[ranks]);
+        return dmlp::Status::Ok();
+      }));
+      if (checks == Checks::kSeparatePasses) {
+        DMLP_RETURN_IF_ERROR(timed(in_checksums, [&] { return check(shared->Partials(0) + own, total); }));
+        DMLP_RETURN_IF_ERROR(timed(in_checksums, [&] { return seal(reduced + own, 1); }));
+      }
+      DMLP_RETURN_IF_ERROR(collectives->Barrier());
+      DMLP_RETURN_IF_ERROR(timed(in_optimizer, [&] {
+        if (checks != Checks::kInsideThePasses) {
+          dmlp::AdamUpdate(scalars, reduced, params.data(), mu.data(), nu.data(), parameters);
+          return dmlp::Status::Ok();
+        }
+        float loss = 0;
+        for (size_t start = 0; start < total; start += slice) {
+          const uint64_t read = dmlp::AdamUpdateSliceChecksummed(scalars, reduced, start, slice, parameters, kGrain,
+                                                                 params.data(), mu.data(), nu.data(), &loss);
+          DMLP_RETURN_IF_ERROR(shared->CheckSlice(reduced + start, read));
+        }
+        return dmlp::Status::Ok();
+      }));
+      if (checks == Checks::kSeparatePasses)
+        DMLP_RETURN_IF_ERROR(timed(in_checksums, [&] { return check(reduced, slice); }));
+      if (round < 0) continue;
+      timings[variant].exchange.push_back(Seconds(Clock::now() - started));
+      timings[variant].checksums.push_back(Seconds(in_checksums));
+      timings[variant].fold.push_back(Seconds(in_fold));
+      timings[variant].optimizer.push_back(Seconds(in_optimizer));
+    }
   }
   DMLP_RETURN_IF_ERROR(rendezvous->Barrier("bench-end"));
   collectives.reset();
@@ -204,7 +277,7 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
   const size_t slice = (floats + static_cast<size_t>(ranks) - 1) / static_cast<size_t>(ranks);
   std::vector<Timings> paths;
   dmlp::Status failed = dmlp::Status::Ok();
-  for (Path path : {Path::kTcp, Path::kSharedCopies, Path::kSharedInPlace, Path::kSharedInPlaceChecked}) {
+  for (Path path : {Path::kTcp, Path::kSharedCopies, Path::kSharedInPlace}) {
     auto timings = Measure(ports[paths.size()], rank, ranks, path, slice, rounds);
     if (!timings.ok()) {
       failed = timings.status();
@@ -212,6 +285,9 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
     }
     paths.push_back(*timings);
   }
+  auto with_checks = failed.ok() ? MeasureChecks(ports[3], rank, ranks, floats, slice, rounds)
+                                 : dmlp::Result<std::vector<Timings>>(failed);
+  if (!with_checks.ok()) failed = with_checks.status();
   auto fold = failed.ok() ? FoldAlone(ports[4], rank, ranks, slice, rounds) : dmlp::Result<Timings>(failed);
   // The copying shared path copies, per rank and reduction: its blocks for
   // the peers into its outbox, its own block across, the peers' blocks for it
@@ -243,15 +319,24 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
   std::printf("  shared, in place      %s   barrier, fold, barrier (dmlp-train's): %.2fx faster than tcp, "
               "%.2fx the fold alone\n",
               Range(paths[2].exchange).c_str(), tcp / in_place, in_place / folding);
-  const double checksums = Median(paths[3].checksums);
+  // What the checks add, each part against the unchecked variant's in the same rounds.
+  const std::vector<Timings>& checked = *with_checks;
+  std::printf("  in place + Adam, rounds of three variants interleaved (Adam over %zu parameters, 1 thread per rank):\n",
+              floats - 1);
+  const char* names[] = {"unchecked             ", "checks, separate passes", "checks, inside the passes"};
+  for (size_t variant = 0; variant < checked.size(); ++variant) {
+    const Timings& t = checked[variant];
+    const double added = Median(t.checksums) + (Median(t.fold) - Median(checked[0].fold)) +
+                         (Median(t.optimizer) - Median(checked[0].optimizer));
+    std::printf("    %s %s: fold %s, Adam %s, separate checksum passes %s; the checks add %.1f us\n", names[variant],
+                Range(t.exchange).c_str(), RangeMicroseconds(t.fold).c_str(), RangeMicroseconds(t.optimizer).c_str(),
+                RangeMicroseconds(t.checksums).c_str(), added * 1e6);
+  }
   const double read_floor = static_cast<double>(checksummed_bytes) / *read_rate;
-  std::printf("  shared, in place, checked  %s   with the checksums (dmlp-train's since they came): %.2fx the "
-              "unchecked path\n",
-              Range(paths[3].exchange).c_str(), Median(paths[3].exchange) / in_place);
-  std::printf("  of which checksums    %s   per rank and update; their floor %.1f us (%.3f MB read at %.1f GB/s, "
-              "every rank at once): %.2fx the floor\n",
-              RangeMicroseconds(paths[3].checksums).c_str(), read_floor * 1e6,
-              static_cast<double>(checksummed_bytes) / 1e6, *read_rate / 1e9, checksums / read_floor);
+  std::printf("  floor of the separate passes %.1f us (%.3f MB read at %.1f GB/s, every rank at once); of the one "
+              "left inside the passes (the partial's seal) %.1f us\n",
+              read_floor * 1e6, static_cast<double>(checksummed_bytes) / 1e6, *read_rate / 1e9,
+              read_floor * static_cast<double>(ranks) / static_cast<double>(3 * ranks + 1) * 1e6);
   return 0;
 }
 

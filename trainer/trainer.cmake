@@ -2,6 +2,7 @@
 # backend, and the dmlp-train executable. Included last from trainer/CMakeLists.txt.
 add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/checksummed_passes.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
   ${CMAKE_CURRENT_LIST_DIR}/checks/divergence_check.cc
@@ -37,5 +38,6 @@ install(TARGETS dmlp-train RUNTIME DESTINATION bin)
 # (lanes run across elements, so each element's additions keep shard order and
 # the bits do not change; contraction stays off, top-level CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc PROPERTIES COMPILE_OPTIONS "-O3")
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc
+                              ${CMAKE_CURRENT_LIST_DIR}/cpu/checksummed_passes.cc PROPERTIES COMPILE_OPTIONS "-O3")
 endif()

@@ -14,6 +14,7 @@
 #include "common/env.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/adam_cpu.h"
+#include "trainer/cpu/checksummed_passes.h"
 #include "trainer/cpu/collectives_gloo.h"
 #include "trainer/cpu/collectives_shm.h"
 #include "trainer/cpu/cpu_parallel.h"
@@ -120,27 +121,24 @@ class CpuBackend final : public Backend {
 
   Status ReduceAndApply() override {
     DMLP_ASSIGN_OR_RETURN(const float* reduced, Reduce());
-    {
-      PhaseTimer timer(optimizer_seconds_);
+    PhaseTimer timer(optimizer_seconds_);
+    int32_t count = 0;
+    std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
+    count = AdamNextCount(count);
+    const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
+    if (shared_) {
+      DMLP_RETURN_IF_ERROR(ApplySharedChecked(reduced, scalars));
+    } else {
       last_loss_ = reduced[reduction_.loss_index()] / static_cast<float>(plan_.batch);
-      int32_t count = 0;
-      std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
-      count = AdamNextCount(count);
       // Element-wise: each parameter's update reads only its own four values.
-      const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
       const float* grad = reduced;
       float *p = params(), *m = mu(), *v = nu();
       ParallelRanges(layout_.parameter_count(), kElementGrain, [=](size_t first, size_t last) {
         AdamUpdate(scalars, grad + first, p + first, m + first, v + first, last - first);
       });
-      std::memcpy(image_.data() + layout_.count_offset(), &count, 4);
     }
-    if (!shared_) return Status::Ok();
-    // After the loss and the optimizer read the segment's reduced vector: a
-    // write into it since its slices were sealed shows now, and fails the
-    // update before its receipt (ReduceShared).
-    PhaseTimer timer(collective_seconds_);
-    return CheckSharedSlices(shared_->Reduced(), static_cast<size_t>(plan_.num_processes), reduction_.slice_length());
+    std::memcpy(image_.data() + layout_.count_offset(), &count, 4);
+    return Status::Ok();
   }
 
   Result<float> LastLoss() override { return last_loss_; }
@@ -279,7 +277,9 @@ class CpuBackend final : public Backend {
   // slice of the segment's reduced vector; once all slices are there, every
   // rank's optimizer reads the whole vector. Nobody writes a partial again
   // before the next update's first barrier, which each rank reaches after its
-  // optimizer, nor a slice before that barrier. Two barriers, no copies.
+  // optimizer, nor a slice before that barrier. Two barriers, no copies but
+  // the fold's and the optimizer's blocks on their own stacks, where they take
+  // the checksums of what they read (checksummed_passes.h).
   Result<const float*> ReduceShared() {
     const size_t padded = reduction_.padded_length();
     const size_t slice = reduction_.slice_length();
@@ -291,22 +291,49 @@ class CpuBackend final : public Backend {
       SealSharedSlices(partials_, reduction_.shards_per_rank * static_cast<size_t>(plan_.num_processes), slice);
       DMLP_RETURN_IF_ERROR(shared_->Barrier());
     }
-    Fold(shared_->Partials(0) + own, static_cast<size_t>(plan_.data_shards), padded, slice,
-         shared_->Reduced() + own);
+    // The fold takes the checksums of this rank's slice of every partial
+    // from the bytes it reads, and of its reduced slice from those it writes.
+    const size_t shards = static_cast<size_t>(plan_.data_shards);
+    const float* partials = shared_->Partials(0) + own;
+    float* reduced = shared_->Reduced() + own;
+    const std::vector<uint64_t> checksums =
+        FoldSliceChecksummed(partials, shards, padded, slice, kElementGrain, reduced);
     PhaseTimer timer(collective_seconds_);
-    // This rank's slice of every partial, read by the fold: checked after it.
-    for (int64_t shard = 0; shard < plan_.data_shards; ++shard) {
-      const float* read = shared_->Partials(0) + static_cast<size_t>(shard) * padded + own;
-      DMLP_RETURN_IF_ERROR(CheckSharedSlices(read, 1, slice));
+    for (size_t shard = 0; shard < shards; ++shard) {
+      DMLP_RETURN_IF_ERROR(CheckSharedSlice(partials + shard * padded, checksums[shard]));
     }
-    SealSharedSlices(shared_->Reduced() + own, 1, slice);
+    shared_->SealSlice(reduced, checksums[shards]);
     DMLP_RETURN_IF_ERROR(shared_->Barrier());
     return shared_->Reduced();
   }
 
-  // The checksums of the segment's slices this rank publishes and reads
-  // (collectives_shm.h): `count` consecutive slices of `slice` floats from
-  // `first`. They read the bytes and never write them: no bit changes.
+  // Adam from the segment's reduced vector, which takes the checksum of
+  // every slice (every rank's) from the very bytes the update and the loss
+  // read (AdamUpdateSliceChecksummed): a write into the vector since its
+  // slices were sealed shows now, and fails the update before its receipt
+  // (ReduceShared). The same element-wise update as the unchecked loop: the
+  // same bits.
+  Status ApplySharedChecked(const float* reduced, const AdamScalars& scalars) {
+    static_assert(kElementGrain % kChecksumWordFloats == 0);
+    const size_t slice = reduction_.slice_length();
+    float loss = 0;
+    for (size_t start = 0; start < reduction_.padded_length(); start += slice) {
+      const uint64_t read = AdamUpdateSliceChecksummed(scalars, reduced, start, slice, layout_.parameter_count(),
+                                                       kElementGrain, params(), mu(), nu(), &loss);
+      DMLP_RETURN_IF_ERROR(CheckSharedSlice(reduced + start, read));
+    }
+    last_loss_ = loss / static_cast<float>(plan_.batch);
+    return Status::Ok();
+  }
+
+  // The checksums of this rank's partials, `count` consecutive slices of
+  // `slice` floats from `first` (collectives_shm.h): a pass of its own, the
+  // one the checks still add. The partials are written by the backward
+  // pass's GEMM tiles, bias-gradient sums and loss, milliseconds earlier and
+  // out of the caches by now, and the shard audit's test fault flips a bit
+  // after them; terms taken inside those kernels would seal bytes before the
+  // fault and put checksum work into the code that defines the gradient's
+  // bits. It reads the bytes and never writes them: no bit changes.
   void SealSharedSlices(const float* first, size_t count, size_t slice) {
     for (size_t i = 0; i < count; ++i) {
       const float* written = first + i * slice;
@@ -314,12 +341,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  Status CheckSharedSlices(const float* first, size_t count, size_t slice) {
-    for (size_t i = 0; i < count; ++i) {
-      const float* read = first + i * slice;
-      if (Status checked = shared_->CheckSlice(read, ParallelChecksum(read, slice)); !checked.ok())
-        return checked.WithContext(update_);
-    }
+  // `checksum`: of what this rank read of the slice at `read`.
+  Status CheckSharedSlice(const float* read, uint64_t checksum) {
+    if (Status checked = shared_->CheckSlice(read, checksum); !checked.ok()) return checked.WithContext(update_);
     return Status::Ok();
   }
 

@@ -28,8 +28,10 @@
 // larger than the outboxes grows them, every rank alike, after a barrier.
 //
 // What a rank publishes carries a checksum (slice_checksum.h) that its
-// readers recompute after reading: every outbox block, and every slice of the
-// reduction area (SealSlice, CheckSlice). Any process of the same user (or
+// readers recompute from the bytes they read: every outbox block, after its
+// copy, and every slice of the reduction area (SealSlice, CheckSlice), where
+// CpuBackend's fold and optimizer take it from the values they load
+// (checksummed_passes.h). Any process of the same user (or
 // root) can write into the segment through /proc/<pid>/fd; a stray write
 // between publisher and reader then fails the call with COLLECTIVE_ERROR
 // instead of reaching a receipt. A writer who also rewrites the checksum, or

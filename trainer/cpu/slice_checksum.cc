@@ -7,41 +7,50 @@
 namespace dmlp {
 namespace {
 
-constexpr uint64_t kPositionKey = 0x9e3779b97f4a7c15;  // 2^64 / golden ratio: consecutive keys far apart
-constexpr uint64_t kMixMultiplier = 0xd6e8feb86659fd93;  // odd: the multiply is a bijection
+constexpr uint64_t kPositionKey = kChecksumPositionKey;
 
 inline uint64_t Mix(uint64_t x) {
-  x ^= x >> 32;
-  x *= kMixMultiplier;
-  return x ^ (x >> 32);
+  ChecksumMix(x);
+  return x;
 }
 
-// Integer arithmetic only, so every clone's sum is the same number; the
-// loop is vectorized (64-bit multiplies as 32-bit halves below AVX-512DQ):
-// bench/transport_bench measures it against the memory's bandwidth.
-DMLP_CPU_CLONES
+// Integer arithmetic only, so every clone's sum is the same number. The
+// loop is vectorized, and it is the checksum's cost: the passes that take
+// their terms while they read (checksummed_passes.h) wait on it, not on
+// memory. So the position keys run as a sum (one add per word, where
+// (first_word + i) * kPositionKey was a second 64-bit multiply), and the
+// x86-64-v4 clone has AVX-512DQ's 64-bit multiply, which "avx512f" alone
+// builds from three 32-bit ones. bench/transport_bench measures it against
+// the memory's bandwidth.
+DMLP_CPU_FMA_CLONES  // no FMA here: these are the clones whose levels include AVX-512DQ
 uint64_t WordTerms(const unsigned char* bytes, uint64_t first_word, size_t count) {
   uint64_t sum = 0;
+  uint64_t key = first_word * kPositionKey;  // Key(first_word + i), mod 2^64
   for (size_t i = 0; i < count; ++i) {
     uint64_t word;  // a slice may start 4 bytes past an 8-byte boundary: read bytes, not a uint64_t
     std::memcpy(&word, bytes + i * sizeof word, sizeof word);
-    sum += Mix(word ^ ((first_word + i) * kPositionKey));
+    sum += Mix(word ^ key);
+    key += kPositionKey;
   }
   return sum;
 }
 
 }  // namespace
 
-uint64_t ChecksumTerms(const float* slice, size_t first, size_t count) {
+uint64_t PieceTerms(const float* piece, size_t slice_offset, size_t count) {
   const size_t whole_words = count / kChecksumWordFloats;
-  uint64_t sum = WordTerms(reinterpret_cast<const unsigned char*>(slice + first), first / kChecksumWordFloats,
-                           whole_words);
+  const uint64_t first_word = slice_offset / kChecksumWordFloats;
+  uint64_t sum = WordTerms(reinterpret_cast<const unsigned char*>(piece), first_word, whole_words);
   if (count % kChecksumWordFloats != 0) {
     uint64_t last = 0;  // the odd float, padded with zeros
-    std::memcpy(&last, slice + first + count - 1, sizeof(float));
-    sum += Mix(last ^ ((first / kChecksumWordFloats + whole_words) * kPositionKey));
+    std::memcpy(&last, piece + count - 1, sizeof(float));
+    sum += Mix(last ^ ((first_word + whole_words) * kPositionKey));
   }
   return sum;
+}
+
+uint64_t ChecksumTerms(const float* slice, size_t first, size_t count) {
+  return PieceTerms(slice + first, first, count);
 }
 
 uint64_t FinishChecksum(uint64_t terms, size_t count) { return Mix(terms ^ Mix(count)); }

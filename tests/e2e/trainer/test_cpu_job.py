@@ -34,6 +34,10 @@ def cpu_flags():
 
 
 CPU_FLAGS = cpu_flags()
+# The shared segment's layout (trainer/cpu/collectives_shm.h) for TINY at 2
+# ranks: a header page, each rank's 2 partials of 838 floats, the reduced vector.
+PARTIALS = 4096
+REDUCED_VECTOR = PARTIALS + 2 * 2 * 838 * 4
 
 
 class CompleteRuns(JobTestCase):
@@ -352,9 +356,21 @@ class Failures(JobTestCase):
         # What a process of the same user can do to a job on the shared
         # memory transport (docs/reliability.md): open rank 0's memfd through
         # /proc, map it and change a float of the reduced vector the
-        # optimizers read. It writes again and again while the job runs;
-        # each write lands somewhere in an update, and the first between a
-        # slice's checksum and its readers' check stops the job there.
+        # optimizers read. The optimizer takes the vector's checksums from
+        # the bytes it reads (trainer/cpu/checksummed_passes.h).
+        self._write_into_the_segment(REDUCED_VECTOR + 4, r"reduced vector, slice 0")
+
+    def test_a_write_into_a_published_partial_stops_the_job_instead_of_reaching_a_receipt(self):
+        # The same into rank 0's first partial, in slice 0, which rank 0's
+        # fold reads and takes the checksum of as it reads. A write before
+        # the partial's seal is not caught (docs/reliability.md); the first
+        # that lands between the seal and the fold is.
+        self._write_into_the_segment(PARTIALS + 4, r"rank 0's partials, slice 0")
+
+    # Writes into rank 0's segment at `offset` again and again while a 2-rank
+    # job runs; each write lands somewhere in an update, and the first between
+    # a slice's checksum and its readers' check stops the job there, naming `slice`.
+    def _write_into_the_segment(self, offset, slice):
         out = self.scratch / "run"
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN],
                               job_env(out, 2, STEPS=100000, DMLP_CPU_TRANSPORT="shm"))
@@ -363,19 +379,16 @@ class Failures(JobTestCase):
         rank0 = rank_pids(launcher.pid)[0]
         memfd = next(fd for fd in Path(f"/proc/{rank0}/fd").iterdir()
                      if "memfd:dmlp-collectives" in os.readlink(fd))
-        # The segment's layout (collectives_shm.h) for TINY at 2 ranks: a
-        # header page, each rank's 2 partials of 838 floats, the reduced vector.
-        reduced = 4096 + 2 * 2 * 838 * 4
         deadline = time.monotonic() + 120  # without the checks the job would train on, wrongly
         with open(memfd, "r+b") as segment, mmap.mmap(segment.fileno(), 0) as shared:
             while launcher.poll() is None and time.monotonic() < deadline:
-                value = struct.unpack_from("<f", shared, reduced + 4)[0]
-                struct.pack_into("<f", shared, reduced + 4, value + 1.0)
-        self.assertIsNotNone(launcher.poll(), "the job trained on with a changed reduced vector")
+                value = struct.unpack_from("<f", shared, offset)[0]
+                struct.pack_into("<f", shared, offset, value + 1.0)
+        self.assertIsNotNone(launcher.poll(), "the job trained on with a changed shared segment")
         stderr = launcher.stderr.read()
         self.assertEqual(launcher.returncode, 1, stderr)
         self.assertRegex(stderr, r"dmlp-train: error: COLLECTIVE_ERROR: step \d+ microbatch \d: reduce: the "
-                                 r"shared segment's reduced vector, slice 0 changed after its writer published "
+                                 r"shared segment's " + slice + r" changed after its writer published "
                                  r"it \(checksum [0-9a-f]{16} published, [0-9a-f]{16} read\) \(rank [01]\)")
         self.assertFalse((out / "result.json").exists())
 
