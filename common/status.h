@@ -29,7 +29,13 @@ class [[nodiscard]] Status {
   /// Prefixes context to the detail, keeping the code: "CODE: context: detail".
   Status WithContext(const std::string& context) const;
 
-  friend bool operator==(const Status&, const Status&) = default;
+  // Spelled out, not defaulted: a defaulted comparison is C++20, and this
+  // header is also compiled as C++17 (the CUDA kernels under CUDA 11.8's nvcc,
+  // tools/gpu-sim.sh). Equal when code and detail are.
+  friend bool operator==(const Status& a, const Status& b) {
+    return a.code_ == b.code_ && a.detail_ == b.detail_;
+  }
+  friend bool operator!=(const Status& a, const Status& b) { return !(a == b); }
 
  private:
   std::string code_;

@@ -48,6 +48,7 @@ if(DMLP_HAVE_CUDA)
     ${_dmlp_cuda_dir}/adam_update.cu
     ${_dmlp_cuda_dir}/bias_grad.cu
     ${_dmlp_cuda_dir}/bias_relu.cu
+    ${_dmlp_cuda_dir}/cublas_check.cc
     ${_dmlp_cuda_dir}/cuda_check.cc
     ${_dmlp_cuda_dir}/data_gen.cu
     ${_dmlp_cuda_dir}/device_select.cc
@@ -56,6 +57,7 @@ if(DMLP_HAVE_CUDA)
     ${_dmlp_cuda_dir}/gloo_staged.cc
     ${_dmlp_cuda_dir}/init_gen.cu
     ${_dmlp_cuda_dir}/mlp_cuda.cc
+    ${_dmlp_cuda_dir}/nccl_check.cc
     ${_dmlp_cuda_dir}/nccl_collectives.cc
     ${_dmlp_cuda_dir}/phase_profile.cc
     ${_dmlp_cuda_dir}/softmax_xent.cu

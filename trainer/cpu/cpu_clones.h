@@ -16,8 +16,14 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define DMLP_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// GCC 11 (the host compiler of CUDA 11.8's nvcc, tools/gpu-sim.sh) has no
+// dispatcher for arch= clones: the baseline alone there, the same bits.
+#if __GNUC__ >= 12
 #define DMLP_CPU_FMA_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DMLP_CPU_FMA_CLONES
+#endif
 #else
 #define DMLP_CPU_CLONES
 #define DMLP_CPU_FMA_CLONES

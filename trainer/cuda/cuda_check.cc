@@ -54,19 +54,4 @@ Status CudaErrorStatus(cudaError_t error, const char* call, const char* file, in
                                          cudaGetErrorName(error) + ")" + ErrorLocation(file, line));
 }
 
-Status CublasErrorStatus(cublasStatus_t status, const char* call, const char* file, int line) {
-  return Status::Error("CUBLAS_ERROR", std::string(call) + ": " + cublasGetStatusString(status) +
-                                           " (" + cublasGetStatusName(status) + ")" +
-                                           ErrorLocation(file, line));
-}
-
-Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, const char* file,
-                       int line) {
-  std::string detail = std::string(call) + ": " + ncclGetErrorString(result);
-  // ncclGetLastError(nullptr) gives the last message of any communicator in the process.
-  const char* last = ncclGetLastError(comm);
-  if (last != nullptr && last[0] != '\0') detail += std::string("; ") + last;
-  return Status::Error("NCCL_ERROR", detail + ErrorLocation(file, line));
-}
-
 }  // namespace dmlp::cuda

@@ -1,23 +1,25 @@
-// defines: CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, SetErrorRank, CudaErrorStatus,
-//          CublasErrorStatus, NcclErrorStatus
+// defines: CUDA_CHECK, SetErrorRank, ErrorLocation, CudaErrorStatus
 //
-// Every CUDA, cuBLAS and NCCL call of the CUDA platform goes through one of
-// these macros. A failure returns a Status from the enclosing function (which
-// must return Status or Result<T>) whose detail reads like one frame of a
-// stack trace across processes (nccl-tests' habit):
+// Every CUDA runtime call of the CUDA platform goes through CUDA_CHECK. A
+// failure returns a Status from the enclosing function (which must return
+// Status or Result<T>) whose detail reads like one frame of a stack trace
+// across processes (nccl-tests' habit):
 //
 //   CUDA_ERROR: cudaMalloc(&data, bytes): out of memory (cudaErrorMemoryAllocation)
 //     at trainer/cuda/device_buffer.h:41 [rank 3 on host gpu-7]
 //
-// Codes: CUDA_ERROR, CUBLAS_ERROR, NCCL_ERROR. The rank is process-wide (one
+// cuBLAS and NCCL calls have their counterparts, CUBLAS_CHECK (cublas_check.h,
+// CUBLAS_ERROR) and NCCL_CHECK (nccl_check.h, NCCL_ERROR), with the same
+// ErrorLocation. They live apart so that the kernels' launchers need only the
+// CUDA runtime's headers: the kernel sources then compile under any toolkit,
+// e.g. CUDA 11.8 for the simulator (tools/gpu-sim.sh), where <cublas_v2.h>
+// and <nccl.h> resolve to another toolkit's. The rank is process-wide (one
 // rank per process) and set once by CreateCudaBackend.
 #pragma once
 
-// cublas_v2.h, never cublas_api.h alone: cuBLAS 12.x's cublas_api.h stops
-// with #error unless cublas_v2.h (which defines CUBLASAPI) came first.
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <nccl.h>
+
+#include <string>
 
 #include "common/status.h"
 
@@ -30,11 +32,6 @@ std::string ErrorLocation(const char* file, int line);
 
 /// CUDA_ERROR: "<call>: <cudaGetErrorString> (<cudaGetErrorName>) at ...".
 Status CudaErrorStatus(cudaError_t error, const char* call, const char* file, int line);
-/// CUBLAS_ERROR: "<call>: <cublasGetStatusString> (<cublasGetStatusName>) at ...".
-Status CublasErrorStatus(cublasStatus_t status, const char* call, const char* file, int line);
-/// NCCL_ERROR: "<call>: <ncclGetErrorString>; <last NCCL message> at ...". comm may be null.
-Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, const char* file,
-                       int line);
 
 }  // namespace dmlp::cuda
 
@@ -44,22 +41,4 @@ Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, c
     const cudaError_t dmlp_cuda_error_ = (call);                                         \
     if (dmlp_cuda_error_ != cudaSuccess)                                                 \
       return ::dmlp::cuda::CudaErrorStatus(dmlp_cuda_error_, #call, __FILE__, __LINE__); \
-  } while (0)
-
-/// Returns CUBLAS_ERROR from the enclosing function unless `call` gives CUBLAS_STATUS_SUCCESS.
-#define CUBLAS_CHECK(call)                                                                    \
-  do {                                                                                        \
-    const cublasStatus_t dmlp_cublas_status_ = (call);                                        \
-    if (dmlp_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                         \
-      return ::dmlp::cuda::CublasErrorStatus(dmlp_cublas_status_, #call, __FILE__, __LINE__); \
-  } while (0)
-
-/// Returns NCCL_ERROR unless `call` gives ncclSuccess. With a non-blocking
-/// communicator, ncclInProgress is not an error: the caller then waits for the
-/// communicator (nccl_collectives.h). `comm` (may be nullptr) supplies ncclGetLastError.
-#define NCCL_CHECK(comm, call)                                                                    \
-  do {                                                                                            \
-    const ncclResult_t dmlp_nccl_result_ = (call);                                                \
-    if (dmlp_nccl_result_ != ncclSuccess && dmlp_nccl_result_ != ncclInProgress)                  \
-      return ::dmlp::cuda::NcclErrorStatus(dmlp_nccl_result_, (comm), #call, __FILE__, __LINE__); \
   } while (0)

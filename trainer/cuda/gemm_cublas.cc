@@ -2,7 +2,7 @@
 
 #include <cublas_v2.h>
 
-#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/cublas_check.h"
 
 namespace dmlp::cuda {
 

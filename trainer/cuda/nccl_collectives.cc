@@ -4,7 +4,7 @@
 #include <cstring>
 #include <utility>
 
-#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/nccl_check.h"
 #include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/stream_wait.h"
 #include "trainer/rendezvous/peer_monitor.h"

@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/nccl_check.h"
 
 namespace dmlp::cuda {
 namespace {

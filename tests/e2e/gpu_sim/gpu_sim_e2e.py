@@ -9,6 +9,9 @@ programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
                                non-default stream keep the program's order
   gpu_sim_e2e.py device_api    device_api.cu: the calls that describe a device
                                (PCI bus id, versions, events) answer
+  gpu_sim_e2e.py kernels       kernels_check.cu: dmlp's own kernels (trainer/cuda/*.cu)
+                               against its CPU code, bit for bit (softmax: within
+                               a tolerance, its known differences counted)
   gpu_sim_e2e.py cli           usage errors and the cache's ownership checks
                                (no build needed)
 
@@ -81,10 +84,10 @@ def case_build():
     print(f"PASS: simulator in {folder}")
 
 
-def compile_and_run(program, scratch, workdir=None):
+def compile_and_run(program, scratch, workdir=None, extra_args=()):
     binary = scratch / program
     result = gpu_sim("nvcc", "-cudart", "shared", "-arch=sm_70", "-O3", "-o", str(binary),
-                     str(HERE / f"{program}.cu"), timeout=600)
+                     str(HERE / f"{program}.cu"), *extra_args, timeout=600)
     expect(result, 0, f"tools/gpu-sim.sh nvcc {program}.cu")
     run_args = ["run", *(["--workdir", str(workdir)] if workdir else []), "--", str(binary)]
     result = gpu_sim(*run_args, timeout=600)
@@ -94,6 +97,31 @@ def compile_and_run(program, scratch, workdir=None):
     if f"{program}: RESULT PASS" not in result.stdout:
         fail(f"{program} exited 0 without RESULT PASS")
     return result
+
+
+# kernels_check.cu with the kernel sources and the CPU references it compares
+# against, all compiled by `tools/gpu-sim.sh nvcc` (C++17, g++-11 for the host
+# code: the main build's C++20 libraries cannot be linked) with the main
+# build's bit-relevant flags (trainer/cuda.cmake, CMakeLists.txt): no
+# contraction on the device or the host.
+KERNEL_SOURCES = [f"trainer/cuda/{name}.cu" for name in
+                  ("bias_relu", "softmax_xent", "bias_grad", "fold", "adam_update", "data_gen",
+                   "init_gen")]
+CPU_SOURCES = ["trainer/cuda/cuda_check.cc", "common/status.cc", "common/state_layout.cc",
+               "trainer/cpu/adam_cpu.cc"] + [f"trainer/math/{name}.cc" for name in
+                                             ("adam", "data", "init", "ordered_reduce",
+                                              "sample_loops")]
+
+
+def case_kernels():
+    require_build_tools()
+    with tempfile.TemporaryDirectory() as scratch:
+        sources = [str(SOURCE / path) for path in KERNEL_SOURCES + CPU_SOURCES]
+        compile_and_run("kernels_check", Path(scratch),
+                        extra_args=["-std=c++17", "--fmad=false",
+                                    "-Xcompiler=-ffp-contract=off,-Wall,-Wextra",
+                                    f"-I{SOURCE}", f"-I{HERE}", *sources, "-lcrypto"])
+    print("PASS")
 
 
 def case_fma_bits():
@@ -148,7 +176,7 @@ def case_cli():
 
 
 CASES = {"build": case_build, "fma_bits": case_fma_bits, "stream_order": case_stream_order,
-         "device_api": case_device_api, "cli": case_cli}
+         "device_api": case_device_api, "kernels": case_kernels, "cli": case_cli}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

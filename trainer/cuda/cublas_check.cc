@@ -1,0 +1,13 @@
+#include "trainer/cuda/cublas_check.h"
+
+#include <string>
+
+namespace dmlp::cuda {
+
+Status CublasErrorStatus(cublasStatus_t status, const char* call, const char* file, int line) {
+  return Status::Error("CUBLAS_ERROR", std::string(call) + ": " + cublasGetStatusString(status) +
+                                           " (" + cublasGetStatusName(status) + ")" +
+                                           ErrorLocation(file, line));
+}
+
+}  // namespace dmlp::cuda
