@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_job import ISSUE4_CONFIG, ROOT, median, run_cpu_job  # noqa: E402
+from cpu_job import TRAIN_BENCH_CONFIG, ROOT, median, run_cpu_job  # noqa: E402
 
 
 def default_audit_every():
@@ -50,7 +50,7 @@ def default_audit_every():
 
 
 def train_loop_seconds(build, processes, steps, audit_every, out_dir):
-    profile = run_cpu_job(build, "audit_bench", ISSUE4_CONFIG, processes, steps, out_dir,
+    profile = run_cpu_job(build, "audit_bench", TRAIN_BENCH_CONFIG, processes, steps, out_dir,
                           AUDIT_EVERY=audit_every)
     return profile["train_loop"]
 
@@ -129,7 +129,7 @@ def main():
         build = Path(args.build).resolve()
         chosen = [int(e) for e in args.every.split(",") if e] if args.every else [default, 10, 1]
         settings = [0] + [e for e in chosen if e != 0]
-        updates = args.steps * int(os.environ.get("MICROBATCHES", ISSUE4_CONFIG["MICROBATCHES"]))
+        updates = args.steps * int(os.environ.get("MICROBATCHES", TRAIN_BENCH_CONFIG["MICROBATCHES"]))
         print(f"audit_bench: PLATFORM=cpu NUM_PROCESSES={args.processes} STEPS={args.steps} "
               f"({updates} updates), {args.rounds} rounds; load average {os.getloadavg()[0]:.2f}")
         times = {every: [] for every in settings}

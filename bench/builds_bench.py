@@ -3,7 +3,7 @@
 
     builds_bench.py BEFORE_BUILD AFTER_BUILD [--rounds 4] [--steps 20] [--processes 2]
 
-Runs train_bench.py's configuration (issue 4's; any of its variables, and
+Runs train_bench.py's configuration (any of its variables, and
 DMLP_CPU_TRANSPORT and the like, from the environment) with each build's
 dmlp-launch and dmlp-train in turn, BEFORE first in even rounds and AFTER
 first in odd ones, so a machine whose load drifts weighs on both alike; prints
@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_job import ISSUE4_CONFIG, run_cpu_job, spread  # noqa: E402
+from cpu_job import TRAIN_BENCH_CONFIG, run_cpu_job, spread  # noqa: E402
 
 PHASES = ("data", "compute", "collectives", "optimizer")
 
@@ -37,7 +37,7 @@ def main():
         for round_index in range(args.rounds):
             order = list(builds.items()) if round_index % 2 == 0 else list(reversed(builds.items()))
             for name, build in order:
-                profile = run_cpu_job(build, f"builds_bench ({name})", ISSUE4_CONFIG, args.processes, args.steps,
+                profile = run_cpu_job(build, f"builds_bench ({name})", TRAIN_BENCH_CONFIG, args.processes, args.steps,
                                       Path(scratch) / f"{name}-{round_index}")
                 profiles[name].append(profile)
                 print(f"round {round_index} {name}: {profile}", flush=True)

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_job import ISSUE4_CONFIG, ROOT, configured, median  # noqa: E402
+from cpu_job import TRAIN_BENCH_CONFIG, ROOT, configured, median  # noqa: E402
 
 
 def figures(text):
@@ -42,7 +42,7 @@ def peak(build, threads, isa=None):
 
 
 def floor(build, kernel, threads, samples, repeats):
-    cfg = configured(ISSUE4_CONFIG)
+    cfg = configured(TRAIN_BENCH_CONFIG)
     result = subprocess.run([str(build / "bin/cpu_floor"), cfg["FEATURES"], cfg["WIDTH"], cfg["LAYERS"],
                              cfg["CLASSES"], str(samples), str(threads), str(repeats)],
                             env=dict(os.environ, DMLP_CPU_GEMM=kernel), capture_output=True, text=True)
@@ -67,7 +67,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--kernels", default="avx512,avx2,blis,scalar")
-    parser.add_argument("--samples", type=int, default=int(configured(ISSUE4_CONFIG)["BATCH"]))
+    parser.add_argument("--samples", type=int, default=int(configured(TRAIN_BENCH_CONFIG)["BATCH"]))
     args = parser.parse_args()
     build = Path(args.build).resolve()
     kernels = [k for k in args.kernels.split(",") if supported(build, k)]

@@ -33,15 +33,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_job import ISSUE4_CONFIG, ROOT, configured, median, run_cpu_job, spread  # noqa: E402
+from cpu_job import TRAIN_BENCH_CONFIG, ROOT, configured, median, run_cpu_job, spread  # noqa: E402
 
 
 def config():
-    return configured(ISSUE4_CONFIG)
+    return configured(TRAIN_BENCH_CONFIG)
 
 
 def run_dmlp(build, processes, steps, scratch):
-    return run_cpu_job(build, "train_bench", ISSUE4_CONFIG, processes, steps, scratch / f"dmlp-{processes}")
+    return run_cpu_job(build, "train_bench", TRAIN_BENCH_CONFIG, processes, steps, scratch / f"dmlp-{processes}")
 
 
 def run_reference(processes, steps, scratch):
