@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/format/error_codes.h"
 #include "common/quote.h"
 
 extern char** environ;
@@ -54,34 +55,34 @@ void Environment::FillFrom(const Environment& other) {
 Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
   bool negative = !text.empty() && text[0] == '-' && min < 0;
   std::string_view digits = negative ? text.substr(1) : text;
-  if (digits.empty()) return Status::Error("ENV_INVALID", "is not an integer");
+  if (digits.empty()) return Status::Error(kEnvInvalid, "is not an integer");
   // Accumulate as a negative number so INT64_MIN is reachable without overflow.
   int64_t value = 0;
   for (char c : digits) {
-    if (c < '0' || c > '9') return Status::Error("ENV_INVALID", "is not an integer");
+    if (c < '0' || c > '9') return Status::Error(kEnvInvalid, "is not an integer");
     int digit = c - '0';
-    if (value < (INT64_MIN + digit) / 10) return Status::Error("ENV_INVALID", "is out of range");
+    if (value < (INT64_MIN + digit) / 10) return Status::Error(kEnvInvalid, "is out of range");
     value = value * 10 - digit;
   }
   if (!negative) {
-    if (value == INT64_MIN) return Status::Error("ENV_INVALID", "is out of range");
+    if (value == INT64_MIN) return Status::Error(kEnvInvalid, "is out of range");
     value = -value;
   }
-  if (value < min) return Status::Error("ENV_INVALID", "must be >= " + std::to_string(min));
-  if (value > max) return Status::Error("ENV_INVALID", "must be <= " + std::to_string(max));
+  if (value < min) return Status::Error(kEnvInvalid, "must be >= " + std::to_string(min));
+  if (value > max) return Status::Error(kEnvInvalid, "must be <= " + std::to_string(max));
   return value;
 }
 
 Result<double> ParseFiniteDouble(std::string_view text) {
   std::string copy(text);
   if (copy.empty() || std::isspace(static_cast<unsigned char>(copy[0])))
-    return Status::Error("ENV_INVALID", "is not a number");
+    return Status::Error(kEnvInvalid, "is not a number");
   errno = 0;
   char* end = nullptr;
   double value = std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size()) return Status::Error("ENV_INVALID", "is not a number");
+  if (end != copy.c_str() + copy.size()) return Status::Error(kEnvInvalid, "is not a number");
   if (!std::isfinite(value) || errno == ERANGE)
-    return Status::Error("ENV_INVALID", "must be finite");
+    return Status::Error(kEnvInvalid, "must be finite");
   return value;
 }
 
@@ -98,8 +99,8 @@ std::string ConfigKey(std::string_view name) {
 
 Status SettingError(const Environment& env, std::string_view name, std::string_view text) {
   std::optional<std::string> file = env.FileOf(name);
-  if (!file) return Status::Error("ENV_INVALID", std::string(name) + std::string(text));
-  return Status::Error("CONFIG_INVALID", *file + ": " + ConfigKey(name) + std::string(text));
+  if (!file) return Status::Error(kEnvInvalid, std::string(name) + std::string(text));
+  return Status::Error(kConfigInvalid, *file + ": " + ConfigKey(name) + std::string(text));
 }
 
 std::string FileSources(const Environment& env, std::initializer_list<std::string_view> names) {
@@ -117,10 +118,10 @@ Status InvalidValue(const Environment& env, std::string_view name, std::string_v
 
 Result<std::string> RequireString(const Environment& env, std::string_view name) {
   std::optional<std::string> value = env.Get(name);
-  if (!value) return Status::Error("ENV_MISSING", std::string(name));
+  if (!value) return Status::Error(kEnvMissing, std::string(name));
   if (value->find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
     if (env.FileOf(name)) return SettingError(env, name, " is empty");
-    return Status::Error("ENV_EMPTY", std::string(name));
+    return Status::Error(kEnvEmpty, std::string(name));
   }
   // A NUL from a YAML "\0" would cut a path short where the C library reads
   // it, while result.json records the whole string; no setting needs one.
@@ -139,7 +140,7 @@ Result<int64_t> RequireInteger(const Environment& env, std::string_view name, in
 Result<double> RequirePositiveNumber(const Environment& env, std::string_view name) {
   DMLP_ASSIGN_OR_RETURN(std::string text, RequireString(env, name));
   Result<double> value = ParseFiniteDouble(text);
-  if (value.ok() && *value <= 0) value = Status::Error("ENV_INVALID", "must be finite and > 0");
+  if (value.ok() && *value <= 0) value = Status::Error(kEnvInvalid, "must be finite and > 0");
   if (!value.ok()) return InvalidValue(env, name, value.status().detail());
   return value;
 }

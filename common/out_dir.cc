@@ -12,13 +12,14 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "common/quote.h"
 
 namespace dmlp {
 namespace {
 
 Status ErrnoStatus(const std::string& what) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(errno));
+  return Status::Error(kIoError, what + ": " + std::strerror(errno));
 }
 
 std::string Name(std::string_view name) { return std::string(name); }
@@ -39,7 +40,7 @@ const char* KindName(OutDir::Kind kind) {
 Result<OutDir> OutDir::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
+    if (errno == ENOENT) return Status::Error(kNotFound, path);
     return ErrnoStatus("open directory " + path);
   }
   return OutDir(path, fd);
@@ -59,7 +60,7 @@ Status OutDir::CheckNoDanglingLink(const std::string& path) {
       break;
     const std::string target = fs::read_symlink(at, error).string();
     const std::string where = at == fs::path(path) ? "" : ": " + at.string();
-    return Status::Error("OUTPUT_DANGLING_LINK",
+    return Status::Error(kOutputDanglingLink,
                          "OUT_DIR " + path + where + " is a symbolic link to " + QuoteValue(target) +
                              ", which does not exist (create it, or point the link elsewhere)");
   }
@@ -70,7 +71,7 @@ Result<OutDir> OutDir::Create(const std::string& path) {
   DMLP_RETURN_IF_ERROR(CheckNoDanglingLink(path));
   std::error_code error;
   std::filesystem::create_directories(path, error);
-  if (error) return Status::Error("IO_ERROR", "create " + path + ": " + error.message());
+  if (error) return Status::Error(kIoError, "create " + path + ": " + error.message());
   return Open(path);
 }
 
@@ -93,7 +94,7 @@ OutDir::~OutDir() {
 std::string OutDir::PathOf(std::string_view name) const { return path_ + "/" + Name(name); }
 
 Status OutDir::NotRegular(std::string_view name, Kind kind, std::string_view expected) const {
-  return Status::Error(kNotRegularCode, PathOf(name) + " is " + KindName(kind) + ", not " +
+  return Status::Error(kOutputNotRegular, PathOf(name) + " is " + KindName(kind) + ", not " +
                                             Name(expected) + " (dmlp never writes through links)");
 }
 
@@ -143,7 +144,7 @@ Result<int> OutDir::CreateFile(std::string_view name, const std::string& exists_
 Result<int> OutDir::OpenForReading(std::string_view name) const {
   int fd = ::openat(fd_, Name(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", PathOf(name));
+    if (errno == ENOENT) return Status::Error(kNotFound, PathOf(name));
     if (errno == ELOOP) return NotRegular(name, Kind::kLink, "a regular file");
     return ErrnoStatus("open " + PathOf(name));
   }
@@ -164,7 +165,7 @@ Status OutDir::WriteAtomically(std::string_view name,
   if (stale != Kind::kAbsent && stale != Kind::kRegular)
     return NotRegular(temporary, stale, "a regular file (a stale temporary)");
   if (stale == Kind::kRegular) DMLP_RETURN_IF_ERROR(Remove(temporary));
-  DMLP_ASSIGN_OR_RETURN(int fd, CreateFile(temporary, "IO_ERROR"));
+  DMLP_ASSIGN_OR_RETURN(int fd, CreateFile(temporary, kIoError));
   Status status;
   for (std::string_view part : parts) {
     if (status.ok()) status = WriteAll(fd, part, PathOf(temporary));
@@ -186,10 +187,10 @@ Result<OutDir> OutDir::OpenSubdir(std::string_view name, bool create) const {
     return ErrnoStatus("create " + PathOf(name));
   int fd = ::openat(fd_, Name(name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) return OutDir(PathOf(name), fd);
-  if (errno == ENOENT) return Status::Error("NOT_FOUND", PathOf(name));
+  if (errno == ENOENT) return Status::Error(kNotFound, PathOf(name));
   if (errno == ELOOP || errno == ENOTDIR) {
     DMLP_ASSIGN_OR_RETURN(Kind kind, KindOf(name));
-    return Status::Error(kNotRegularCode, PathOf(name) + " is " + KindName(kind) +
+    return Status::Error(kOutputNotRegular, PathOf(name) + " is " + KindName(kind) +
                                               ", not a directory (dmlp never writes through links)");
   }
   return ErrnoStatus("open directory " + PathOf(name));

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format/error_codes.h"
 #include "common/state_layout.h"
 #include "common/status.h"
 #include "trainer/cuda/device_layout.h"
@@ -101,14 +102,14 @@ class Backend {
   /// Local shard `local_shard`'s partial of the update in progress.
   virtual Result<PartialCopy> CopyPartial(int64_t local_shard) {
     (void)local_shard;
-    return Status::Error("INTERNAL", "this backend has no shard audit");
+    return Status::Error(kInternal, "this backend has no shard audit");
   }
   /// Computes global shard `shard`'s partial of (step, microbatch) from the
   /// current parameters (the state before this update's Adam step), with the
   /// same code and shapes as its owner, and copies it.
   virtual Result<PartialCopy> CopyAuditShard(int64_t step, int64_t microbatch, int64_t shard) {
     (void)step, (void)microbatch, (void)shard;
-    return Status::Error("INTERNAL", "this backend has no shard audit");
+    return Status::Error(kInternal, "this backend has no shard audit");
   }
   /// Tests only (DMLP_TEST_CORRUPT_SHARD): flips one bit of local shard
   /// `local_shard`'s partial before the reduction, as a faulty device would:
@@ -116,7 +117,7 @@ class Backend {
   /// in the fold's rounding, and the tests need the fault to reach the state).
   virtual Status FlipPartialBitForTests(int64_t local_shard) {
     (void)local_shard;
-    return Status::Error("INTERNAL", "this backend has no shard audit");
+    return Status::Error(kInternal, "this backend has no shard audit");
   }
   /// Seconds spent so far per phase ("data", "compute", "collectives", "optimizer"),
   /// for the benchmark's split of a step; empty where a platform does not measure.
@@ -126,7 +127,7 @@ class Backend {
   /// every update issued so far, as silent corruption would. REQUIRES:
   /// byte < layout.image_bytes(). Byte 0.. is the first parameter.
   virtual Status FlipBitForTests(size_t /*byte*/, int /*bit*/) {
-    return Status::Error("UNSUPPORTED", "this backend cannot flip a bit of its state");
+    return Status::Error(kUnsupported, "this backend cannot flip a bit of its state");
   }
 };
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 
 Result<BitFlipForTests> BitFlipForTests::FromEnvironment(const Environment& env, size_t image_bytes) {
@@ -19,7 +21,7 @@ Result<BitFlipForTests> BitFlipForTests::FromEnvironment(const Environment& env,
     begin = end + 1;
   }
   const Status invalid = Status::Error(
-      "ENV_INVALID", "DMLP_TEST_FLIP_BIT='" + *text + "' must be UPDATE or UPDATE:BYTE:BIT (BYTE < " +
+      kEnvInvalid, "DMLP_TEST_FLIP_BIT='" + *text + "' must be UPDATE or UPDATE:BYTE:BIT (BYTE < " +
                          std::to_string(image_bytes) + ", BIT 0..7)");
   if (fields.size() != 1 && fields.size() != 3) return invalid;
   Result<int64_t> update = ParseInteger(fields[0], 1, INT64_MAX);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 
+#include "common/format/error_codes.h"
 #include "verify/receipt_set.h"
 
 namespace dmlp::verify {
@@ -97,13 +98,13 @@ Result<double> ParseTolerance(std::string_view text) {
     // its digits, not by strtod, which also rounds "-1e-400" to zero.
     const std::string_view digits = text.substr(1, text.find_first_of("eE") - 1);
     if (digits.find_first_not_of("0.") == std::string_view::npos) return 0.0;
-    return Status::Error("USAGE_ERROR", "--tolerance " + shown + ": a relative difference cannot be negative" + expected);
+    return Status::Error(kUsageError, "--tolerance " + shown + ": a relative difference cannot be negative" + expected);
   }
   if (!IsPlainDecimal(text))
-    return Status::Error("USAGE_ERROR", "--tolerance '" + shown + "' is not a decimal number" + expected);
+    return Status::Error(kUsageError, "--tolerance '" + shown + "' is not a decimal number" + expected);
   const double value = std::strtod(shown.c_str(), nullptr);
   if (!std::isfinite(value))
-    return Status::Error("USAGE_ERROR", "--tolerance " + shown + " is not finite" + expected);
+    return Status::Error(kUsageError, "--tolerance " + shown + " is not finite" + expected);
   return value;
 }
 

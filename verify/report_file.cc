@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "verify/same_file.h"
 
 namespace dmlp::verify {
@@ -22,7 +23,7 @@ constexpr off_t kMaxReportBytes = off_t{256} << 20;
 constexpr int kMaxDepth = 4096;
 
 Status Trouble(const std::string& what, int error) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(error));
+  return Status::Error(kIoError, what + ": " + std::strerror(error));
 }
 
 const char* KindOf(mode_t mode) {
@@ -83,7 +84,7 @@ Status CheckReportTarget(const std::string& option, const std::string& path,
     names.push_back(run);
   }
   if (std::optional<size_t> run = EnclosingRun(ParentOf(path), runs))
-    return Status::Error("USAGE_ERROR", option + path + " is inside the run directory " + names[*run] +
+    return Status::Error(kUsageError, option + path + " is inside the run directory " + names[*run] +
                                             ", which dmlp-verify never writes");
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
@@ -91,11 +92,11 @@ Status CheckReportTarget(const std::string& option, const std::string& path,
     return Trouble("stat " + path, errno);
   }
   if (!S_ISREG(info.st_mode))
-    return Status::Error("USAGE_ERROR", option + path + " is " + KindOf(info.st_mode) +
+    return Status::Error(kUsageError, option + path + " is " + KindOf(info.st_mode) +
                                             ", not a report dmlp-verify wrote; it is never replaced");
   DMLP_ASSIGN_OR_RETURN(bool own, HoldsOwnReport(path, is_own_report));
   if (!own)
-    return Status::Error("USAGE_ERROR", option + path +
+    return Status::Error(kUsageError, option + path +
                                             " exists and is not a report dmlp-verify wrote; it is never replaced");
   return Status::Ok();
 }
@@ -110,7 +111,7 @@ Status WriteReportFile(const std::string& path, std::string_view contents) {
   // Checked once more just before: what took FILE's name meanwhile is not replaced either.
   struct stat info {};
   if (status.ok() && ::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    status = Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
+    status = Status::Error(kIoError, path + " became " + KindOf(info.st_mode) + "; it is not replaced");
   if (status.ok() && std::rename(temporary.c_str(), path.c_str()) != 0)
     status = Trouble("rename " + temporary + " to " + path, errno);
   if (!status.ok()) {

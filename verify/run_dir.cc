@@ -9,12 +9,13 @@
 #include <cstring>
 
 #include "common/flock_holder.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp::verify {
 namespace {
 
 Status IoError(const std::string& what, const std::string& path) {
-  return Status::Error("IO_ERROR", what + " " + path + ": " + std::strerror(errno));
+  return Status::Error(kIoError, what + " " + path + ": " + std::strerror(errno));
 }
 
 // The names whose creation, renaming or removal can change a verdict (a live
@@ -47,8 +48,8 @@ int UniqueFd::release() {
 Result<RunDir> RunDir::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    if (errno == ENOTDIR) return Status::Error("NOT_A_DIRECTORY", path);
+    if (errno == ENOENT) return Status::Error(kNotFound, path);
+    if (errno == ENOTDIR) return Status::Error(kNotADirectory, path);
     return IoError("open", path);
   }
   RunDir dir;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "common/format/error_codes.h"
 #include "common/state_file.h"
 
 namespace dmlp::verify {
@@ -57,7 +58,7 @@ Result<StateCheck> CheckStateFile(const RunDir& dir, const ResultDoc& doc,
   Result<StateDigests> digests = DigestStateFile(opened);
   if (!digests.ok()) {
     const Status named = NamedAs(digests.status(), opened, display);
-    if (named.code() == "IO_ERROR") return named;
+    if (named.code() == kIoError) return named;
     sink.Add(Finding::Of("state.invalid", display, named.ToString()));
     return StateCheck("invalid");
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 
+#include "common/format/error_codes.h"
 #include "common/receipt_reader.h"
 
 #include "verify/compare.h"
@@ -31,7 +32,7 @@ Result<std::string> ReadBounded(int fd, size_t limit, const std::string& display
   while (text.size() <= limit) {
     ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status::Error("IO_ERROR", "read " + display + ": " + std::strerror(errno));
+    if (got < 0) return Status::Error(kIoError, "read " + display + ": " + std::strerror(errno));
     if (got == 0) break;
     text.append(buffer, static_cast<size_t>(got));
   }
@@ -322,7 +323,7 @@ Result<Report> Verify(const VerifyOptions& options) {
   // One directory twice matches trivially: a comparison that proves nothing
   // is refused, not reported as a PASS.
   if (options.against && NameTheSameFile(options.run_dir, *options.against))
-    return Status::Error("USAGE_ERROR", "RUN_DIR " + options.run_dir + " and --against " + *options.against +
+    return Status::Error(kUsageError, "RUN_DIR " + options.run_dir + " and --against " + *options.against +
                                             " are the same directory; compare two runs");
   Report report;
   report.options = options;

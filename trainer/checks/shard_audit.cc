@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/format/failure_line.h"
 #include "common/sha256.h"
 #include "common/thread_start.h"
 #include "trainer/rendezvous/rendezvous.h"
@@ -33,11 +34,12 @@ Status ShardAuditFailure(const AuditAssignment& assignment, const std::string& o
   const std::string owner = std::to_string(assignment.owner);
   const std::string auditor = std::to_string(assignment.auditor);
   return Status::Error(kShardAuditFailed,
-                       "step=" + std::to_string(assignment.step) + " update=" +
-                           std::to_string(assignment.update) + " shard=" +
-                           std::to_string(assignment.shard) + " ranks=" + owner + "," + auditor +
-                           " digests=" + owner_digest + "," + auditor_digest + " device(s)=rank " +
-                           owner + ": " + owner_label + "; rank " + auditor + ": " + auditor_label);
+                       kFailureStepKey + std::to_string(assignment.step) + " " + kFailureUpdateKey +
+                           std::to_string(assignment.update) + " " + kFailureShardKey +
+                           std::to_string(assignment.shard) + " " + kFailureAuditRanksKey + owner + "," +
+                           auditor + " " + kFailureDigestsKey + owner_digest + "," + auditor_digest + " " +
+                           kFailureDevicesKey + kFailureDeviceRank + owner + ": " + owner_label +
+                           kFailureDeviceSeparator + kFailureDeviceRank + auditor + ": " + auditor_label);
 }
 
 std::string UnauditedPairs(const std::vector<std::string>& device_names) {

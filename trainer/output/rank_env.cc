@@ -7,11 +7,13 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 namespace {
 
 Status IoError(const std::string& what) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(errno));
+  return Status::Error(kIoError, what + ": " + std::strerror(errno));
 }
 
 std::string UtcNow() {

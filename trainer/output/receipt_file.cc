@@ -7,11 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 namespace {
 
 Status IoError(const std::string& what) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(errno));
+  return Status::Error(kIoError, what + ": " + std::strerror(errno));
 }
 
 /// pread of exactly `count` bytes at `offset` (the caller knows they exist).
@@ -43,7 +45,7 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
 }  // namespace
 
 Status ReplayDiverged(int64_t step, int64_t rank, const std::string& detail) {
-  return Status::Error("REPLAY_DIVERGED",
+  return Status::Error(kReplayDiverged,
                        "step=" + std::to_string(step) + " rank=" + std::to_string(rank) + " " + detail);
 }
 
@@ -51,7 +53,7 @@ Status ReceiptFile::Lost(int64_t step, int64_t size) const {
   // The first lost step is the first whose line the file no longer holds whole.
   int64_t first = 1;
   while (first < step && line_ends_[first - 1] <= size) ++first;
-  return Status::Error("RECEIPTS_LOST",
+  return Status::Error(kReceiptsLost,
                        "steps " + std::to_string(first) + ".." + std::to_string(step - 1) +
                            " rank=" + std::to_string(rank_) + ": " + path_ + " is " +
                            std::to_string(size) + " bytes, this rank had written " +

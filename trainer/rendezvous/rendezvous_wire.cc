@@ -7,10 +7,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 namespace {
 
-Status ProtocolError(const std::string& detail) { return Status::Error("PROTOCOL_ERROR", detail); }
+Status ProtocolError(const std::string& detail) { return Status::Error(kProtocolError, detail); }
 
 void PutU32(std::string& out, uint32_t value) {
   for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>((value >> shift) & 0xff));
@@ -262,9 +264,9 @@ Status SendAll(int fd, std::string_view bytes, PeerWait& wait) {
     if (written < 0 && errno == EINTR) continue;
     if (written < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       if (errno == EPIPE || errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
-      return Status::Error("SOCKET_ERROR", std::string("send: ") + std::strerror(errno));
+      return Status::Error(kSocketError, std::string("send: ") + std::strerror(errno));
     }
-    if (wait.Expired()) return Status::Error(std::string(kWaitTimedOut));
+    if (wait.Expired()) return Status::Error(std::string(kRendezvousTimeout));
     pollfd entry{fd, POLLOUT, 0};
     poll(&entry, 1, wait.BeginSlice());  // EINTR: loop and try again
     wait.EndSlice();
@@ -298,9 +300,9 @@ Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      return Status::Error("SOCKET_ERROR", std::string("recv: ") + std::strerror(errno));
+      return Status::Error(kSocketError, std::string("recv: ") + std::strerror(errno));
     }
-    if (wait.Expired()) return Status::Error(std::string(kWaitTimedOut));
+    if (wait.Expired()) return Status::Error(std::string(kRendezvousTimeout));
     pollfd entry{fd, POLLIN, 0};
     poll(&entry, 1, wait.BeginSlice());
     wait.EndSlice();
