@@ -16,6 +16,7 @@
 #include "common/float_repr.h"
 #include "common/format/error_codes.h"
 #include "common/format/failure_line.h"
+#include "common/format/rank_env.h"
 #include "trainer/backend.h"
 #include "trainer/checks/divergence_check.h"
 #include "trainer/checks/rank_devices.h"
@@ -220,7 +221,7 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   Backend* backend = backend_owner.get();
   DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
   // Where this rank runs, once its device is known (trainer/output/rank_env.h).
-  DMLP_RETURN_IF_ERROR(output.BeginEnvironment(start.done_steps > 0 ? "resume" : "start", [backend] {
+  DMLP_RETURN_IF_ERROR(output.BeginEnvironment(start.done_steps > 0 ? kEnvEventResume : kEnvEventStart, [backend] {
     return RankStack{DeviceDocument(backend->Device()), backend->Fingerprint()};
   }));
   // Once per job, and only once the job has started (rendezvous and backend),

@@ -10,6 +10,7 @@
 
 #include "common/flock_holder.h"
 #include "common/format/error_codes.h"
+#include "common/format/rank_env.h"
 
 namespace dmlp::verify {
 namespace {
@@ -107,7 +108,7 @@ Result<DirListing> RunDir::List() const {
     if (IsWatchedName(name) && listing.entries.size() < 2 * kMaxRankFiles + 8)
       listing.entries[name] = entry->d_ino;
     if (!name.starts_with("rank-") || !name.ends_with(".jsonl")) continue;
-    if (name.ends_with(".env.jsonl")) {  // where a rank ran, not its receipts
+    if (name.ends_with(kEnvFileSuffix)) {  // where a rank ran, not its receipts
       const int64_t env_rank = RankOfEnvFileName(name);
       if (env_rank >= 0 && listing.env_files.size() < kMaxRankFiles) listing.env_files[env_rank] = name;
       errno = 0;
@@ -153,7 +154,7 @@ int64_t RankOfFileName(const std::string& name) {
 }
 
 int64_t RankOfEnvFileName(const std::string& name) {
-  constexpr std::string_view kSuffix = ".env.jsonl";
+  constexpr std::string_view kSuffix = kEnvFileSuffix;
   if (!name.ends_with(kSuffix)) return -1;
   return RankOfFileName(name.substr(0, name.size() - kSuffix.size()) + ".jsonl");
 }

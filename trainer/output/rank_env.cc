@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "common/format/error_codes.h"
+#include "common/format/rank_env.h"
 
 namespace dmlp {
 namespace {
@@ -38,17 +39,17 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
 
 }  // namespace
 
-std::string EnvFileName(int64_t rank) { return "rank-" + std::to_string(rank) + ".env.jsonl"; }
+std::string EnvFileName(int64_t rank) { return kEnvFilePrefix + std::to_string(rank) + kEnvFileSuffix; }
 
 nlohmann::json DeviceDocument(const DeviceIdentity& device) {
-  nlohmann::json document = {{"kind", device.kind},
-                             {"name", device.name},
-                             {"uuid", device.uuid},
-                             {"pci_bus_id", device.pci_bus_id},
-                             {"driver", device.driver}};
+  nlohmann::json document = {{kEnvDeviceKind, device.kind},
+                             {kEnvDeviceName, device.name},
+                             {kEnvDeviceUuid, device.uuid},
+                             {kEnvDevicePciBusId, device.pci_bus_id},
+                             {kEnvDeviceDriver, device.driver}};
   if (device.ordinal >= 0) {
-    document["ordinal"] = device.ordinal;
-    document["memory_bytes"] = device.memory_bytes;
+    document[kEnvDeviceOrdinal] = device.ordinal;
+    document[kEnvDeviceMemoryBytes] = device.memory_bytes;
   }
   return document;
 }
@@ -57,11 +58,11 @@ nlohmann::json EnvLine(int64_t rank, const std::string& event, int64_t after_ste
                        const std::string& time, const HostReading& host, int64_t pid,
                        const std::optional<std::string>& why, const RankStack& stack,
                        const nlohmann::json& build) {
-  nlohmann::json line = {{"rank", rank},         {"event", event},       {"after_step", after_step},
-                         {"time", time},         {"host", host.host},    {"boot_id", host.boot_id},
-                         {"pid", pid},           {"device", stack.device}, {"stack", stack.stack},
-                         {"build", build}};
-  if (why) line["why"] = *why;
+  nlohmann::json line = {{kEnvRank, rank},    {kEnvEvent, event},        {kEnvAfterStep, after_step},
+                         {kEnvTime, time},    {kEnvHost, host.host},     {kEnvBootId, host.boot_id},
+                         {kEnvPid, pid},      {kEnvDevice, stack.device}, {kEnvStack, stack.stack},
+                         {kEnvBuild, build}};
+  if (why) line[kEnvWhy] = *why;
   return line;
 }
 
@@ -96,7 +97,7 @@ Status RankEnvRecorder::CheckRestored(int64_t after_step) {
   HostReading host = ReadHost(boot_id_file_);
   std::optional<std::string> why = detector_->Check(host);
   if (!why) return Status::Ok();
-  return Write("restored", after_step, host, why);
+  return Write(kEnvEventRestored, after_step, host, why);
 }
 
 Status RankEnvRecorder::Write(const std::string& event, int64_t after_step, const HostReading& host,
