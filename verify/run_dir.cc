@@ -11,6 +11,7 @@
 #include "common/flock_holder.h"
 #include "common/format/error_codes.h"
 #include "common/format/rank_env.h"
+#include "common/format/result_json.h"
 
 namespace dmlp::verify {
 namespace {
@@ -22,7 +23,7 @@ Status IoError(const std::string& what, const std::string& path) {
 // The names whose creation, renaming or removal can change a verdict (a live
 // job's checkpoints come and go without changing one).
 bool IsWatchedName(const std::string& name) {
-  return name.starts_with("rank-") || name == "metrics.jsonl" || name == "result.json" ||
+  return name.starts_with("rank-") || name == "metrics.jsonl" || name == kResultFile ||
          name == "result.json.tmp" || name == "dmlp.lock";
 }
 

@@ -11,9 +11,11 @@
 #include "common/build_info.h"
 #include "common/file_util.h"
 #include "common/format/error_codes.h"
+#include "common/format/result_json.h"
 #include "common/out_dir.h"
 #include "common/py_json.h"
 #include "common/state_file.h"
+#include "trainer/math/data_definition.h"
 #include "trainer/output/replay.h"
 
 namespace dmlp {
@@ -31,42 +33,40 @@ nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string
   // The reference's fields (runtime.py Output.complete + train.py details),
   // jax_version replaced by dmlp_version, plus build, fingerprint and state_file.
   return {
-      {"build", BuildDocument(ThisBuild(), image_id)},
-      {"complete", true},
-      {"confirmed_replays", confirmed_replays},
-      {"dataset", "deterministic globally indexed Philox4x32-10 features and labels"},
-      {"digest_cost", "copies the state to host memory each step; hashed on a background thread "
-                      "while the next step computes"},
-      {"digest_policy", "every step: SHA-256 of the canonical state image (params leaves, adam "
-                        "count, mu leaves, nu leaves; C-order little-endian)"},
-      {"dmlp_version", DMLP_VERSION},
-      {"final_loss", final_loss},
-      {"final_opt_state_sha256", digests.opt},
-      {"final_params_sha256", digests.params},
-      {"fingerprint", fingerprint},
-      {"heartbeat_timeout_seconds", plan.heartbeat_timeout_seconds},
+      {kResultBuild, BuildDocument(ThisBuild(), image_id)},
+      {kResultComplete, true},
+      {kResultConfirmedReplays, confirmed_replays},
+      {kResultDataset, DatasetText(kDataDefinitionId)},
+      {kResultDigestCost, kDigestCostText},
+      {kResultDigestPolicy, kDigestPolicyText},
+      {kResultDmlpVersion, DMLP_VERSION},
+      {kResultFinalLoss, final_loss},
+      {kResultFinalOptStateSha256, digests.opt},
+      {kResultFinalParamsSha256, digests.params},
+      {kResultFingerprint, fingerprint},
+      {kResultHeartbeatTimeoutSeconds, plan.heartbeat_timeout_seconds},
       // How the ranks were started: outside "plan" and "fingerprint", because
       // the same plan gives the same bits under any launcher.
-      {"launch",
-       {{"coordinator_from", plan.coordinator_from},
-        {"place_source", PlaceSourceName(plan.place_source)}}},
-      {"model",
-       {{"classes", plan.model.classes},
-        {"features", plan.model.features},
-        {"heartbeat_timeout_s", plan.heartbeat_timeout_seconds},
-        {"layers", plan.model.layers},
-        {"port", plan.coordinator_port},
-        {"process_id", plan.process_id},
-        {"processes", plan.num_processes},
-        {"width", plan.model.width}}},
-      {"optimizer", "adam"},
-      {"params_sha256", params_sha256},
-      {"plan", PlanDocument(plan)},
-      {"processes", plan.num_processes},
-      {"rank_files", rank_files},
-      {"state_file", kStateFile},
-      {"steps", steps},
-      {"updates_per_metric_step", plan.microbatches},
+      {kResultLaunch,
+       {{kLaunchCoordinatorFrom, plan.coordinator_from},
+        {kLaunchPlaceSource, PlaceSourceName(plan.place_source)}}},
+      {kResultModel,
+       {{kModelClasses, plan.model.classes},
+        {kModelFeatures, plan.model.features},
+        {kModelHeartbeatTimeoutS, plan.heartbeat_timeout_seconds},
+        {kModelLayers, plan.model.layers},
+        {kModelPort, plan.coordinator_port},
+        {kModelProcessId, plan.process_id},
+        {kModelProcesses, plan.num_processes},
+        {kModelWidth, plan.model.width}}},
+      {kResultOptimizer, kOptimizerText},
+      {kResultParamsSha256, params_sha256},
+      {kResultPlan, PlanDocument(plan)},
+      {kResultProcesses, plan.num_processes},
+      {kResultRankFiles, rank_files},
+      {kResultStateFile, kStateFile},
+      {kResultSteps, steps},
+      {kResultUpdatesPerMetricStep, plan.microbatches},
   };
 }
 
