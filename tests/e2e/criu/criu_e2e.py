@@ -1,4 +1,4 @@
-"""Freeze and restore for real (issue 25): a 2-rank CPU job (dmlp-launch and
+"""Freeze and restore for real (CRIU): a 2-rank CPU job (dmlp-launch and
 both ranks, their TCP connections, rank 0's flock on dmlp.lock) dumped whole
 by CRIU (tools/criu.sh, Debian sid's 4.2) and restored, each case compared
 byte for byte with an uninterrupted run of the same job:

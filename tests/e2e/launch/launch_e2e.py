@@ -410,7 +410,7 @@ def launcher_sighup(tmp):
 
 @case
 def launcher_sigalrm(tmp):
-    # Issue 30: SIGALRM killed the launcher with no teardown. It ends the job
+    # SIGALRM used to kill the launcher with no teardown. It ends the job
     # as SIGTERM does; the ranks get SIGTERM, which they clean up after.
     launcher_signal(tmp, signal.SIGALRM, 142, forwarded=signal.SIGTERM)
 

@@ -55,7 +55,7 @@ STEPS = 50
 STEP1_REL = 1e-6
 # name -> (plan, the bound every step must stay within, relative)
 PLANS = {
-    # The issue's plan (issue 24): docs/verifier.md's figures are for this one.
+    # The plan the comparison was first made with: docs/verifier.md's figures are for it.
     "small": ({"SEED": "5", "LEARNING_RATE": "0.003", "BATCH": "64", "MICROBATCHES": "2",
                "FEATURES": "32", "WIDTH": "64", "LAYERS": "2", "CLASSES": "5"}, 1e-5),
     # Awkward for vector code: FEATURES not a multiple of 4, CLASSES not a

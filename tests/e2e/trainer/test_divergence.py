@@ -1,4 +1,4 @@
-"""Issue 16: a rank whose state silently diverges stops the job at that step.
+"""The divergence check: a rank whose state silently diverges stops the job at that step.
 
 One bit of one rank's state is flipped after a chosen update (DMLP_TEST_FLIP_BIT,
 trainer/test_faults.h). With DIVERGENCE_CHECK=on (the default) every rank stops

@@ -1,4 +1,4 @@
-"""Hostile and unlucky users, round 2 (issue 23): the limits and streams a rank
+"""Hostile and unlucky users: the limits and streams a rank
 may be started with (descriptors, threads, closed or broken stdout/stderr), an
 unreadable --config, settings changed on resume, and dmlp-launch --log-dir
 links. Each case was an abort, a spin, a hole or a write outside the run."""

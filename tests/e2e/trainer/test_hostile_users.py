@@ -1,4 +1,4 @@
-"""Hostile and unlucky users, round 2, second half (issue 30): usage errors,
+"""Hostile and unlucky users: usage errors,
 SIGUSR1/SIGUSR2 during a run, a dangling OUT_DIR link, control characters in
 a config file. Each case failed before its fix."""
 

@@ -1,4 +1,4 @@
-"""The same bits on every x86-64 (issue 29), on CPUs this machine is not.
+"""The same bits on every x86-64 (dmlp's own GEMM), on CPUs this machine is not.
 
 QEMU's user mode runs dmlp-train, this very binary, on an emulated CPU with
 the instruction sets of another x86-64: `-cpu max` has AVX2 and FMA but no

@@ -1,4 +1,4 @@
-"""Hostile and unlucky users (issue 14, items 1-3): nothing is written through
+"""Hostile and unlucky users, OUT_DIR: nothing is written through
 a link planted in OUT_DIR, a refused or interrupted resume never makes a run
 unresumable, and a refused start (or a second job in the same OUT_DIR) leaves
 OUT_DIR exactly as it found it."""

@@ -1,4 +1,4 @@
-"""Peers that do not belong and peers that go silent (issue 14, items 5-7):
+"""Peers that do not belong and peers that go silent:
 ranks of another job on the same port are refused and change nothing; strangers
 on the coordinator's port cannot abort the job or learn its plan; one stopped
 rank is PEER_LOST for the others after HEARTBEAT_TIMEOUT_SECONDS, while the

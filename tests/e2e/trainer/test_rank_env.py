@@ -1,4 +1,4 @@
-"""Where each rank ran (issue 15): rank-<r>.env.jsonl beside the receipts.
+"""Where each rank ran: rank-<r>.env.jsonl beside the receipts.
 Each rank writes one "start" line with this machine's boot id and host; a
 simulated restore (the ranks read their boot id from DMLP_TEST_BOOT_ID_FILE,
 rewritten while one rank is SIGSTOPped) adds a "restored" line and leaves the

@@ -1,4 +1,4 @@
-"""Crashes and resumes (issue 7): a resumed job must reproduce the bits of an
+"""Crashes and resumes: a resumed job must reproduce the bits of an
 uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes."""
 
 import random

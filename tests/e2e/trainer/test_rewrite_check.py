@@ -1,4 +1,4 @@
-"""Receipts checked on rewrite (issue 15): a rank restored onto files newer or
+"""Receipts checked on rewrite: a rank restored onto files newer or
 older than its image confirms, refuses or reports, and never writes blind.
 A restore is simulated as the issue describes: SIGSTOP one rank (by pid), edit
 its receipt file, SIGCONT. Every wait is for an event (a line count, a stopped

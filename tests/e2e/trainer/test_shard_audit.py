@@ -1,4 +1,4 @@
-"""The shard audit (issue 16, trainer/checks/shard_audit.h) end to end on the CPU: a
+"""The shard audit (trainer/checks/shard_audit.h) end to end on the CPU: a
 bit flipped in one rank's shard partial (DMLP_TEST_CORRUPT_SHARD, the fault a
 bad GPU would cause) stops every rank with SHARD_AUDIT_FAILED and exit code 5
 when that update audits that shard, at the update its verdict is due
