@@ -4,7 +4,7 @@ from the file names the file and its key, not an environment variable."""
 
 import unittest
 
-from harness import TRAIN, JobTestCase, job_env, run
+from harness import TRAIN, JobTestCase, tiny_job_env, run
 
 RAW_BYTE = "(YAML allows only tab, LF and CR raw)"
 
@@ -14,7 +14,7 @@ class ConfigFile(JobTestCase):
         """dmlp-train of a one-rank job under the file `config_bytes`, without the variables `unset`."""
         config = self.scratch / "job.yaml"
         config.write_bytes(config_bytes)
-        env = job_env(self.scratch / "run", 1, PROCESS_ID=0, **overrides)
+        env = tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, **overrides)
         for name in unset:
             del env[name]
         return config, run([TRAIN, "--config", config], env)

@@ -8,7 +8,7 @@ import resource
 import subprocess
 from pathlib import Path
 
-from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch, line_count, run, wait_for
+from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, line_count, run, wait_for
 from test_limits import tree
 
 ALLREDUCE = {"REDUCTION": "allreduce", "CHECKPOINT_EVERY": "2"}
@@ -36,7 +36,7 @@ class DescriptorLimit(JobTestCase):
                 def few_descriptors():
                     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-                env = job_env(out, 2, DATA_SHARDS=2, HEARTBEAT_TIMEOUT_SECONDS=600)
+                env = tiny_job_env(out, 2, DATA_SHARDS=2, HEARTBEAT_TIMEOUT_SECONDS=600)
                 result = subprocess.run([str(LAUNCH), "--grace", "5", str(TRAIN)], env=env,
                                         capture_output=True, text=True, timeout=120,
                                         stdin=subprocess.DEVNULL, preexec_fn=few_descriptors)
@@ -63,7 +63,7 @@ class ThreadLimit(JobTestCase):
             resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-        env = job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, DIGEST_THREADS=16, DMLP_CPU_THREADS=1)
+        env = tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, DIGEST_THREADS=16, DMLP_CPU_THREADS=1)
         result = subprocess.run([str(TRAIN)], env=env, capture_output=True, text=True, timeout=120,
                                 stdin=subprocess.DEVNULL, preexec_fn=huge_stacks)
         self.assertEqual(result.returncode, 1, result.stderr)
@@ -79,7 +79,7 @@ class Streams(JobTestCase):
     def run_ranks(self):
         """Both ranks, rank 0's stdout a pipe whose reader went away: writes get EPIPE."""
         out = self.scratch / "run"
-        ranks = start_ranks(job_env(out, 2, DATA_SHARDS=2), 2)
+        ranks = start_ranks(tiny_job_env(out, 2, DATA_SHARDS=2), 2)
         ranks[0].stdout.close()
         outputs = [rank.communicate(timeout=180) for rank in ranks]
         return out, [rank.returncode for rank in ranks], outputs
@@ -94,7 +94,7 @@ class Streams(JobTestCase):
             os.close(1)
             os.close(2)
 
-        env = job_env(out, 2, DATA_SHARDS=2, STEPS=1000000)
+        env = tiny_job_env(out, 2, DATA_SHARDS=2, STEPS=1000000)
         ranks = [subprocess.Popen([str(TRAIN)], env={**env, "PROCESS_ID": str(rank)},
                                   stdin=subprocess.DEVNULL, preexec_fn=close_output) for rank in range(2)]
         try:
@@ -127,7 +127,7 @@ class UnreadableConfig(JobTestCase):
         directory.mkdir()
         for path in (directory, Path("/proc/self/mem")):
             with self.subTest(path=str(path)):
-                result = run([TRAIN, "--config", path], job_env(self.scratch / "run", 1, PROCESS_ID=0))
+                result = run([TRAIN, "--config", path], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0))
                 self.assertEqual(result.returncode, 2, result.stderr)
                 self.assertRegex(result.stderr, rf"^dmlp-train: error: CONFIG_INVALID: {path}: cannot be read"
                                                 r"[^\n]*\n$")
@@ -178,7 +178,7 @@ class LogDir(JobTestCase):
         outside.write_text("precious\n")
         (logs / "rank-0.stdout").symlink_to(outside)
         out = self.scratch / "run"
-        env = job_env(out, 1, DATA_SHARDS=1)
+        env = tiny_job_env(out, 1, DATA_SHARDS=1)
         result = run([LAUNCH, "--grace", "5", "--log-dir", logs, TRAIN], env)
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertIn(f"LOG_DIR_FAILED: {logs}/rank-0.stdout", result.stderr)
@@ -193,7 +193,7 @@ class LogDir(JobTestCase):
         kept.write_text("an earlier log, hard-linked elsewhere\n")
         os.link(kept, logs / "rank-0.stderr")
         out = self.scratch / "run"
-        result = run([LAUNCH, "--grace", "5", "--log-dir", logs, TRAIN], job_env(out, 1, DATA_SHARDS=1))
+        result = run([LAUNCH, "--grace", "5", "--log-dir", logs, TRAIN], tiny_job_env(out, 1, DATA_SHARDS=1))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(kept.read_text(), "an earlier log, hard-linked elsewhere\n")
         self.assertIn("METRIC step=4 ", (logs / "rank-0.stdout").read_text())

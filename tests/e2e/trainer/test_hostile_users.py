@@ -6,7 +6,7 @@ import os
 import signal
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, job_env, launch, line_count, rank_pids, run,
+from harness import (LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, line_count, rank_pids, run,
                      stopped, wait_for)
 
 
@@ -24,7 +24,7 @@ def is_pending(pid, number):
 
 class HostileUsers(JobTestCase):
     def test_usage_errors_exit_two_also_through_the_launcher(self):
-        env = job_env(self.scratch / "run", 1, PROCESS_ID=0)
+        env = tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0)
         for args, what in ((["--bogus"], "--bogus"), (["extra"], "extra"), (["--config"], "--config")):
             result = run([TRAIN, *args], env)
             self.assertEqual(result.returncode, 2, (args, result.stderr))  # was 109, 114
@@ -38,7 +38,7 @@ class HostileUsers(JobTestCase):
         self.assertFalse((self.scratch / "run").exists())
 
     def test_an_empty_config_name_is_refused(self):
-        result = run([TRAIN, "--config", ""], job_env(self.scratch / "run", 1, PROCESS_ID=0))
+        result = run([TRAIN, "--config", ""], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0))
         self.assertEqual(result.returncode, 2, result.stderr)  # ran with no config before
         self.assertEqual(result.stderr, "dmlp-train: error: CONFIG_INVALID: --config names no file\n")
         self.assertFalse((self.scratch / "run").exists())
@@ -47,7 +47,7 @@ class HostileUsers(JobTestCase):
         config = self.scratch / "job.yaml"
         evil = self.scratch / "nulA"
         config.write_text(f'out_dir: "{evil}\\0/evil"\n')
-        env = job_env(self.scratch / "unused", 1, PROCESS_ID=0)  # a whole job of one rank
+        env = tiny_job_env(self.scratch / "unused", 1, PROCESS_ID=0)  # a whole job of one rank
         del env["OUT_DIR"]
         result = run([TRAIN, "--config", config], env)
         self.assertEqual(result.returncode, 2, result.stderr)  # wrote into nulA before
@@ -77,7 +77,7 @@ class HostileUsers(JobTestCase):
         # The ranks are stopped while the signals reach them, so that both are
         # delivered mid-run however fast the job is; then they continue.
         out = self.scratch / "run"
-        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], job_env(out, 2, STEPS=400))
+        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], tiny_job_env(out, 2, STEPS=400))
         wait_for(lambda: line_count(out / "rank-0.jsonl") >= 1, 60, "the first receipt")
         ranks = rank_pids(launcher.pid)
         for pid in ranks.values():

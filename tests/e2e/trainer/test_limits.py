@@ -10,7 +10,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch
+from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch
 
 # Address space for dmlp-train in these tests: what the plan check compares
 # with (beside MemAvailable), so the outcome does not depend on this machine's RAM.
@@ -43,7 +43,7 @@ class PlanTooLarge(JobTestCase):
         out.mkdir()
         (out / "notes.txt").write_text("the user's own file\n")
         before = tree(out)
-        env = job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan)
+        env = tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan)
         result = subprocess.run([str(TRAIN)], env=env, capture_output=True, text=True, timeout=120,
                                 stdin=subprocess.DEVNULL, preexec_fn=limited_address_space)
         self.assertEqual(result.returncode, code, result.stderr)
@@ -69,7 +69,7 @@ class PlanTooLarge(JobTestCase):
         out = self.scratch / "run"
         result = subprocess.run([str(LAUNCH), "--grace", "5", str(TRAIN)], capture_output=True,
                                 text=True, timeout=120, stdin=subprocess.DEVNULL,
-                                env=job_env(out, 2, WIDTH=65536, BATCH=1000000000),
+                                env=tiny_job_env(out, 2, WIDTH=65536, BATCH=1000000000),
                                 preexec_fn=limited_address_space)
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("dmlp-train: error: PLAN_TOO_LARGE: needs ", result.stderr)
@@ -134,7 +134,7 @@ class CgroupLimit(JobTestCase):
 
     def run_in_cgroup(self, out, **plan):
         procs = self.cgroup / "cgroup.procs"
-        return subprocess.run([str(TRAIN)], env=job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan),
+        return subprocess.run([str(TRAIN)], env=tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan),
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
                               preexec_fn=lambda: procs.write_text(str(os.getpid())))
 

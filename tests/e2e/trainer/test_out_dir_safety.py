@@ -17,7 +17,7 @@ import time
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, alive, children_of, job_env, launch,
+from harness import (LAUNCH, TRAIN, JobTestCase, alive, children_of, tiny_job_env, launch,
                      line_count, rank_pids, run, stopped, wait_for)
 
 STEPS = 10
@@ -92,7 +92,7 @@ class SafetyTestCase(JobTestCase):
 
     def kill_rank_at(self, out, victim, step):
         """A 2-rank job whose rank `victim` is SIGKILLed right after its receipt of `step`."""
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": str(victim), "FAULT_STEP": str(step)})
         result = run([LAUNCH, "--grace", "5", INJECT_FAULT], env)
         self.assertRankKilled(result, victim)
@@ -280,7 +280,7 @@ class TransactionalResume(SafetyTestCase):
             with self.subTest(delay=delay):
                 out = self.copy_of_interrupted(f"delay-{delay}")
                 launcher = self.start([LAUNCH, "--grace", "5", TRAIN],
-                                      job_env(out, 2, RESUME=1, **CHECKPOINTED))
+                                      tiny_job_env(out, 2, RESUME=1, **CHECKPOINTED))
                 time.sleep(delay)  # a kill point, not an expectation about speed
                 if launcher.poll() is None:
                     # Stopped first, so that no rank is forked after we list them.
@@ -337,7 +337,7 @@ class RefusedStarts(SafetyTestCase):
         stand_in.write_text('#!/bin/sh\n[ "$PROCESS_ID" = 1 ] && exec sleep 600\nexec "$DMLP_TRAIN"\n')
         stand_in.chmod(0o755)
         out = self.scratch / "run"
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env["DMLP_TRAIN"] = str(TRAIN)
         launcher = self.start([LAUNCH, "--grace", "5", stand_in], env)
         port = int(env["COORDINATOR_PORT"])
@@ -356,7 +356,7 @@ class RefusedStarts(SafetyTestCase):
         stand_in.chmod(0o755)
         out = self.scratch / "run"
         out.mkdir()
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env["DMLP_TRAIN"] = str(TRAIN)
         result = run([LAUNCH, "--grace", "5", stand_in], env)
         self.assertNotEqual(result.returncode, 0, result.stderr)
@@ -372,7 +372,7 @@ class RefusedStarts(SafetyTestCase):
         self.addCleanup(log.close)
         # Long enough to be caught running; its output goes to a file, never a full pipe.
         first = subprocess.Popen([str(LAUNCH), "--grace", "5", str(TRAIN)],
-                                 env=job_env(out, 2, **{**CHECKPOINTED, "STEPS": LONG_STEPS}),
+                                 env=tiny_job_env(out, 2, **{**CHECKPOINTED, "STEPS": LONG_STEPS}),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         self.started.append(first)
         wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2 or first.poll() is not None, 120,
@@ -406,7 +406,7 @@ class RefusedStarts(SafetyTestCase):
         for round_number in range(3):
             with self.subTest(round=round_number):
                 out = self.scratch / f"race-{round_number}"
-                jobs = [self.start([LAUNCH, "--grace", "5", TRAIN], job_env(out, 2, **CHECKPOINTED))
+                jobs = [self.start([LAUNCH, "--grace", "5", TRAIN], tiny_job_env(out, 2, **CHECKPOINTED))
                         for _ in range(2)]
                 codes = [job.wait(timeout=300) for job in jobs]
                 errors = [job.stderr.read() for job in jobs]

@@ -15,7 +15,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, job_env, launch, line_count, rank_pids,
+from harness import (LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, line_count, rank_pids,
                      stopped, verify, wait_for)
 
 # Many short steps, so the job is still running when a rank is stopped however
@@ -68,7 +68,7 @@ class RankEnv(JobTestCase):
         out = self.scratch / "run"
         boot_file = self.scratch / "boot_id"
         boot_file.write_text("boot-a\n")
-        env = job_env(out, 2, DMLP_TEST_BOOT_ID_FILE=boot_file, DMLP_IMAGE_ID=IMAGE_ID, **PLAN)
+        env = tiny_job_env(out, 2, DMLP_TEST_BOOT_ID_FILE=boot_file, DMLP_IMAGE_ID=IMAGE_ID, **PLAN)
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
         wait_for(lambda: line_count(out / f"rank-{VICTIM}.jsonl") >= 4, 300, "the victim's receipts")
         pid = rank_pids(launcher.pid)[VICTIM]

@@ -8,7 +8,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch, run, verify
+from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, run, verify
 
 STEPS = 10
 CHECKPOINTED = {"STEPS": STEPS, "CHECKPOINT_EVERY": 2, "DATA_SHARDS": 4}
@@ -31,7 +31,7 @@ class ResumeTestCase(JobTestCase):
 
     def kill_rank_at(self, out, processes, victim, step, **overrides):
         """Runs a job whose rank `victim` is SIGKILLed right after its receipt of `step`."""
-        env = job_env(out, processes, **{**CHECKPOINTED, **overrides})
+        env = tiny_job_env(out, processes, **{**CHECKPOINTED, **overrides})
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": str(victim), "FAULT_STEP": str(step)})
         result = run([LAUNCH, "--grace", "5", INJECT_FAULT], env)
         self.assertRankKilled(result, victim)
@@ -117,7 +117,7 @@ class KillAndResume(ResumeTestCase):
 class RestartsAndDisks(ResumeTestCase):
     def test_launcher_restarts_a_job_whose_rank_failed_once(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": "1", "FAULT_STEP": "5",
                     "FAULT_MARKER": str(self.scratch / "failed-once")})
         result = run([LAUNCH, "--restarts", "2", "--grace", "5", INJECT_FAULT], env, timeout=300)
@@ -133,7 +133,7 @@ class RestartsAndDisks(ResumeTestCase):
         def limit_files():
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         result = subprocess.run([str(LAUNCH), str(TRAIN)], env=env, capture_output=True, text=True,
                                 timeout=120, preexec_fn=limit_files, stdin=subprocess.DEVNULL)
         self.assertNotEqual(result.returncode, 0)
