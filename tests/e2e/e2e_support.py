@@ -11,6 +11,8 @@ this folder on sys.path through its own location before importing:
 import os
 import socket
 import subprocess
+import sys
+import unittest
 
 
 def free_port():
@@ -40,3 +42,21 @@ def job_env(settings, drop=(), drop_prefixes=()):
         else:
             env[name] = str(value)
     return env
+
+
+def case_ids(suite):
+    """module.Class.test_name of every case in a unittest suite, in order."""
+    if isinstance(suite, unittest.TestCase):
+        return [suite.id()]
+    return [name for inner in suite for name in case_ids(inner)]
+
+
+if __name__ == "__main__":
+    # e2e_support.py FOLDER: the ids of the cases in FOLDER's test_*.py, one a
+    # line, for CMake to register each as its own ctest (tests/e2e/launch.cmake).
+    folder = sys.argv[1]
+    ids = case_ids(unittest.defaultTestLoader.discover(folder, pattern="test_*.py", top_level_dir=folder))
+    broken = [i for i in ids if i.startswith("unittest.loader.")]  # a module that failed to import
+    if broken or not ids:
+        sys.exit(f"e2e_support.py: no cases, or modules that do not import, in {folder}: {broken}")
+    print("\n".join(ids))
