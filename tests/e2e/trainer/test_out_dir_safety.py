@@ -417,5 +417,25 @@ class RefusedStarts(SafetyTestCase):
                 self.assertIdenticalToBaseline(out)
 
 
+class DanglingLink(JobTestCase):
+    def test_a_dangling_out_dir_link_is_named_by_every_rank(self):
+        out = self.scratch / "run"
+        out.symlink_to(self.scratch / "gone")
+        result = launch(out, 2)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        # Was IO_ERROR "create ...: File exists" on rank 0 and PEER_LOST on rank 1.
+        # Each rank looks before the rendezvous; the first to say so ends the
+        # job, so the other may be torn down before it speaks.
+        said = (f"dmlp-train: error: OUTPUT_DANGLING_LINK: OUT_DIR {out} is a symbolic link to "
+                f"'{self.scratch / 'gone'}', which does not exist")
+        self.assertIn(said, result.stderr)
+        for line in result.stderr.splitlines():
+            if line.startswith("[rank ") and "dmlp-train: error:" in line:
+                self.assertIn(said, line)
+        self.assertNotIn("PEER_LOST", result.stderr)
+        self.assertNotIn("File exists", result.stderr)
+        self.assertFalse((self.scratch / "gone").exists())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

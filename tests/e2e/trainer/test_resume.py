@@ -1,5 +1,6 @@
 """Crashes and resumes: a resumed job must reproduce the bits of an
-uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes."""
+uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes;
+of the settings, only those that decide no bit may change on resume."""
 
 import random
 import resource
@@ -9,6 +10,7 @@ import unittest
 from pathlib import Path
 
 from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, run, verify
+from test_limits import tree
 
 STEPS = 10
 CHECKPOINTED = {"STEPS": STEPS, "CHECKPOINT_EVERY": 2, "DATA_SHARDS": 4}
@@ -165,6 +167,45 @@ class RestartsAndDisks(ResumeTestCase):
         result = launch(copy, 2, RESUME=1, **CHECKPOINTED)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIdenticalToBaseline(copy)
+
+
+ALLREDUCE = {"REDUCTION": "allreduce", "CHECKPOINT_EVERY": "2"}
+
+
+
+class ResumeSettings(JobTestCase):
+    def interrupted(self, processes, **plan):
+        """A job killed after step 2's checkpoint, to be resumed."""
+        out = self.scratch / "run"
+        first = launch(out, processes, STEPS=4, DMLP_TEST_KILL_AT=2, **plan)
+        self.assertNotEqual(first.returncode, 0)
+        return out
+
+    def test_the_heartbeat_may_change_on_resume(self):
+        # Was CHECKPOINT_PLAN_MISMATCH, although the heartbeat decides no bit.
+        out = self.interrupted(2, CHECKPOINT_EVERY=2, HEARTBEAT_TIMEOUT_SECONDS=30)
+        resumed = launch(out, 2, STEPS=4, CHECKPOINT_EVERY=2, RESUME=1, HEARTBEAT_TIMEOUT_SECONDS=600,
+                         DIGEST_THREADS=2)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        clean = self.scratch / "clean"
+        self.assertEqual(launch(clean, 2, STEPS=4).returncode, 0)
+        self.assertPass(out)
+        self.assertSameBytes(out, clean, ("rank-0.jsonl", "rank-1.jsonl", "metrics.jsonl", "state.safetensors"))
+
+    def test_allreduce_refuses_another_world_size(self):
+        # Was accepted, and the receipts differed from a clean run of the plan
+        # result.json records: with allreduce the rank count decides the bits.
+        out = self.interrupted(2, DATA_SHARDS=4, **ALLREDUCE)
+        before = tree(out)
+        refused = launch(out, 4, STEPS=4, DATA_SHARDS=4, RESUME=1, **ALLREDUCE)
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertRegex(refused.stderr, r"CHECKPOINT_PLAN_MISMATCH: [^\n]*num_processes=4 "
+                                         r"\(the checkpoint has num_processes=2\); with REDUCTION=allreduce "
+                                         r"NUM_PROCESSES decides the bits")
+        self.assertEqual(tree(out), before, "the refused resume changed OUT_DIR")
+        resumed = launch(out, 2, STEPS=4, DATA_SHARDS=4, RESUME=1, **ALLREDUCE)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertPass(out)
 
 
 if __name__ == "__main__":
