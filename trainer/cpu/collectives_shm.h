@@ -6,7 +6,7 @@
 // between two barriers: no byte copied), and AllToAll, AllGather and Barrier
 // move bytes through it with one copy in and one out, where Gloo's TCP pairs
 // cost two copies through the kernel, system calls and wake-ups of Gloo's
-// loop thread (two ranks on two CPUs, issue 4's configuration: 9.3-11.8 ms of
+// loop thread (two ranks on two CPUs, train_bench.py's configuration: 9.3-11.8 ms of
 // every 58-65 ms update were the two TCP exchanges; in place, 0.9-1.3 ms;
 // docs/performance.md).
 // AllReduceSum stays Gloo's: the library that adds is in the fingerprint, and
