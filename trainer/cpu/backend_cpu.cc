@@ -70,7 +70,7 @@ class CpuFold final : public ShardFold {
   static constexpr size_t kElementGrain = 4096;  // floats
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public AuditedPartials, public TestFaultTarget {
  public:
   CpuBackend(const Plan& plan, const StateLayout& layout, CpuMlp mlp,
              std::unique_ptr<Collectives> collectives)
@@ -162,6 +162,9 @@ class CpuBackend final : public Backend {
   }
 
   Result<float> LastLoss() override { return last_loss_; }
+
+  AuditedPartials* audited_partials() override { return this; }
+  TestFaultTarget* test_faults() override { return this; }
 
   Status FlipBitForTests(size_t byte, int bit) override {
     image_.at(byte) ^= static_cast<uint8_t>(1u << bit);  // updates run inline: nothing in flight

@@ -85,7 +85,7 @@ class DeviceFold final : public ShardFold {
   cudaStream_t stream_ = nullptr;
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public AuditedPartials, public TestFaultTarget {
  public:
   CudaBackend(const Plan& plan, const StateLayout& layout) : plan_(plan), layout_(layout) {
     reduction_.parameter_count = layout.parameter_count();
@@ -224,6 +224,9 @@ class CudaBackend final : public Backend {
     DMLP_RETURN_IF_ERROR(broken_);
     return Guard([&] { return EnqueueReduceAndApply(); });
   }
+
+  AuditedPartials* audited_partials() override { return this; }
+  TestFaultTarget* test_faults() override { return this; }
 
   Result<PartialCopy> CopyPartial(int64_t local_shard) override {
     DMLP_RETURN_IF_ERROR(broken_);
