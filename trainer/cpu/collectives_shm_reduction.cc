@@ -10,6 +10,7 @@
 // the fold's and the optimizer's blocks on their own stacks, where they take
 // the checksums of what they read (checksummed_passes.h).
 #include <atomic>
+#include <vector>
 
 #include "trainer/cpu/checksummed_passes.h"
 #include "trainer/cpu/collectives_shm.h"
@@ -47,6 +48,7 @@ ReductionArea SharedMemoryCollectives::Area() {
 // flips a bit after them; terms taken inside those kernels would seal bytes
 // before the fault and put checksum work into the code that defines the
 // gradient's bits. It reads the bytes and never writes them: no bit changes.
+// REQUIRES (with an area): `partials` is Area().partials, `stride` the padded length.
 Result<ShardSlices> SharedMemoryCollectives::Exchange(const float* partials, size_t local_shards, size_t stride,
                                                       size_t slice) {
   if (Partials(0) == nullptr) return Collectives::Exchange(partials, local_shards, stride, slice);
