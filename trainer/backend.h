@@ -12,9 +12,11 @@
 //      microbatch) (trainer/math/data.h), forward/backward with fixed shapes, giving
 //      a partial gradient of sum(loss_i)/BATCH and a partial loss sum;
 //   2. REDUCTION=ordered: the element-wise global sum ((g0 + g1) + g2) + ... in
-//      global shard order, each slice folded by its owner rank and all-gathered
-//      (ordered_reduce.h); REDUCTION=allreduce: local shards summed in order,
-//      then one library all-reduce;
+//      global shard order, each slice folded by its owner rank and all-gathered;
+//      REDUCTION=allreduce: local shards summed in order, then one library
+//      all-reduce. Both are one schedule for every platform
+//      (trainer/reduction/ordered_reduction.h), over the platform's fold and
+//      transport;
 //   3. Adam (trainer/math/adam.h) on the full state, identically on every rank.
 // The loss of an update is (folded loss sum) / BATCH, as float32.
 #pragma once
