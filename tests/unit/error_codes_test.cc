@@ -49,7 +49,6 @@ TEST(ErrorCodesTest, EveryConstantOfTheHeaderHasARow) {
   for (auto it = std::sregex_iterator(header.begin(), header.end(), constant); it != std::sregex_iterator(); ++it)
     constants.insert((*it)[1]);
   for (const ErrorCodeRow& row : ErrorCodes()) rows.insert(std::string(row.code));
-  constants.erase(kErrorCodesPage);
   EXPECT_EQ(constants, rows);
 }
 
