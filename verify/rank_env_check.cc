@@ -166,10 +166,10 @@ std::string DescribeEnvironment(const RankEnvironment& env) {
   auto text = [&last](const char* key) {
     return last.device.contains(key) && last.device[key].is_string() ? last.device[key].get<std::string>() : "";
   };
-  std::string line = "host " + last.host + ", " + text("kind") + " " + text("name");
-  if (!text("uuid").empty()) line += " " + text("uuid");
-  if (!text("pci_bus_id").empty()) line += " (" + text("pci_bus_id") + ")";
-  if (!text("driver").empty()) line += ", driver " + text("driver");
+  std::string line = "host " + last.host + ", " + text(kEnvDeviceKind) + " " + text(kEnvDeviceName);
+  if (!text(kEnvDeviceUuid).empty()) line += " " + text(kEnvDeviceUuid);
+  if (!text(kEnvDevicePciBusId).empty()) line += " (" + text(kEnvDevicePciBusId) + ")";
+  if (!text(kEnvDeviceDriver).empty()) line += ", driver " + text(kEnvDeviceDriver);
   const size_t count = env.records.size();
   line += "; " + std::to_string(count) + (count == 1 ? " (re)start: " : " (re)starts: ");
   constexpr size_t kListed = 4;  // the first and the last few
@@ -180,7 +180,7 @@ std::string DescribeEnvironment(const RankEnvironment& env) {
     }
     const EnvRecord& record = env.records[i];
     line += (i == 0 ? "" : ", ") + record.event;
-    if (record.event != "start") line += " after step " + std::to_string(record.after_step);
+    if (record.event != kEnvEventStart) line += " after step " + std::to_string(record.after_step);
     if (!record.why.empty()) line += " (" + record.why + ")";
   }
   if (env.damaged_lines > 0) line += "; " + std::to_string(env.damaged_lines) + " damaged line(s)";
@@ -208,10 +208,10 @@ nlohmann::json EnvironmentsToJson(const std::vector<RankEnvironment>& envs) {
 
 std::map<std::string, std::string> StackSignature(const EnvRecord& record) {
   std::map<std::string, std::string> fields;
-  for (const char* key : {"kind", "name", "driver"})
-    fields[std::string("device.") + key] = record.device.contains(key) ? record.device[key].dump() : "(absent)";
+  for (const char* key : {kEnvDeviceKind, kEnvDeviceName, kEnvDeviceDriver})
+    fields[std::string(kEnvDevice) + "." + key] = record.device.contains(key) ? record.device[key].dump() : "(absent)";
   Flatten(record.stack, "fingerprint", fields);
-  Flatten(record.build, "build", fields);
+  Flatten(record.build, kEnvBuild, fields);
   for (const char* ignored : {"fingerprint.blas.threads", "fingerprint.blas.isa", "fingerprint.collectives",
                               "fingerprint.transport", "build.image_id"})
     fields.erase(ignored);
