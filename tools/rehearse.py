@@ -673,13 +673,15 @@ def image_verify_outside(rehearsal):
             return False
         verify = build + "/bin/dmlp-verify"
     run = rehearsal.cache + "/image-out/run-1"
-    verdict = subprocess.run([verify, run], stdout=subprocess.PIPE, universal_newlines=True).stdout
-    print("\n".join(verdict.rstrip("\n").split("\n")[-3:]))
+    verdict = subprocess.run([verify, run], stdout=subprocess.PIPE, universal_newlines=True)
+    print("\n".join(verdict.stdout.rstrip("\n").split("\n")[-3:]))
     with open(run + "/result.json") as stream:
         build = json.load(stream)["build"]
     print("result.json build: system %r, image_id %r" % (build.get("system"), build.get("image_id")))
     if STANDIN_LABEL not in build.get("system", "") or not build.get("image_id"):
         raise StepFailed("no stand-in label or image id")
+    if verdict.returncode != 0:
+        raise StepFailed("dmlp-verify exited with %d" % verdict.returncode)
 
 
 def image_disk(rehearsal):
