@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rehearses the image build on this machine: every rehearsal CI does not run
-# (tools/test-all.sh runs the rest). tools/rehearse.py runs it, one function
-# per step of each part. Run it, as root, before resolving any
+# (tools/test-all.sh runs the rest). tools/rehearse/ runs it, a module per
+# part and a function per step. Run it, as root, before resolving any
 # change to CUDA code, the build or the image (docs/developing.md "Rehearsals").
 #
 #   tools/rehearse.sh                 every part
@@ -59,4 +59,4 @@
 # none is left and no process runs in the root afterwards. Prints what it used
 # and a last line `rehearse: PASS` or `rehearse: FAIL (<step>)`.
 set -euo pipefail
-exec python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rehearse.py" "$@"
+exec python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rehearse/main.py" "$@"
