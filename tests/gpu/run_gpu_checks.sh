@@ -73,4 +73,4 @@ if [ -z "$python" ]; then
   echo "run_gpu_checks.sh: error: no python3 (on PATH or /opt/*/.venv/bin)" >&2
   exit 2
 fi
-exec "$python" "$script_dir/run_gpu_checks.py" "$@"
+exec "$python" -B "$script_dir/run_gpu_checks.py" "$@"  # -B: the kit may be read-only
