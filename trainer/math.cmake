@@ -5,7 +5,9 @@ add_library(dmlp_trainer_math STATIC
   ${CMAKE_CURRENT_LIST_DIR}/math/adam.cc
   ${CMAKE_CURRENT_LIST_DIR}/math/data.cc
   ${CMAKE_CURRENT_LIST_DIR}/math/init.cc
+  ${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc
   ${CMAKE_CURRENT_LIST_DIR}/math/sample_loops.cc
+  ${CMAKE_CURRENT_LIST_DIR}/reduction/ordered_reduction.cc
 )
 target_link_libraries(dmlp_trainer_math PUBLIC dmlp_common)
 

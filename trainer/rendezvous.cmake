@@ -31,9 +31,12 @@ target_include_directories(dmlp_rendezvous PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(dmlp_rendezvous PUBLIC dmlp_common Threads::Threads)
 
 add_library(dmlp_collectives_gloo STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/collectives.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/checksummed_passes.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_gloo.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm_checksums.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/collectives_shm_reduction.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/gloo_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/cpu/slice_checksum.cc
 )
@@ -44,4 +47,8 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
 endif()
 # SYSTEM: Gloo's headers are not warning-clean under -Wall -Wextra -Werror.
 target_include_directories(dmlp_collectives_gloo SYSTEM PUBLIC ${DMLP_GLOO_INCLUDE_DIR})
-target_link_libraries(dmlp_collectives_gloo PUBLIC dmlp_rendezvous ${DMLP_GLOO_LIBRARY})
+# The transport's side of the ordered reduction (trainer/reduction/): the
+# exchange's packing (dmlp_trainer_math) and the shared segment's checked fold
+# on the rank's threads (dmlp_mlp_cpu).
+target_link_libraries(dmlp_collectives_gloo PUBLIC dmlp_rendezvous dmlp_trainer_math dmlp_mlp_cpu
+                      ${DMLP_GLOO_LIBRARY})

@@ -2,14 +2,12 @@
 # backend, and the dmlp-train executable. Included last from trainer/CMakeLists.txt.
 add_library(dmlp_trainer_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cpu/backend_cpu.cc
-  ${CMAKE_CURRENT_LIST_DIR}/cpu/checksummed_passes.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/digest_pipeline.cc
   ${CMAKE_CURRENT_LIST_DIR}/checks/divergence_check.cc
   ${CMAKE_CURRENT_LIST_DIR}/cgroup_memory.cc
   ${CMAKE_CURRENT_LIST_DIR}/memory_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/output/output_lock.cc
-  ${CMAKE_CURRENT_LIST_DIR}/math/ordered_reduce.cc
   ${CMAKE_CURRENT_LIST_DIR}/checks/job_identity.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/checks/shard_audit.cc
