@@ -10,11 +10,14 @@ Environment: DMLP_BIN_DIR (the build's bin/), DMLP_SOURCE_DIR (default: three le
 
 import os
 import shutil
-import subprocess
+import sys
 import tarfile
 import tempfile
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import job_env, run  # noqa: E402
 
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 RUNNER = SOURCE / "tests" / "gpu" / "run_gpu_checks.sh"
@@ -44,11 +47,11 @@ class ChecksWithoutGpu(unittest.TestCase):
         (self.kit / "lib" / "DEVICE_LIBS").write_text("".join(name + "\n" for name in device_libs))
         out = self.scratch / "out"
         shutil.rmtree(out, ignore_errors=True)
-        result = subprocess.run(
-            ["bash", str(RUNNER), *map(str, args)], capture_output=True, text=True, timeout=240,
-            stdin=subprocess.DEVNULL,
-            env=dict(os.environ, OUT=str(out), PATH=self.path, TMPDIR=str(self.scratch),
-                     DMLP_GPU_LIB_DIRS="", GPU_CHECK_PORT_BASE="0"))
+        # The runner's own settings come from here alone, not from the shell's.
+        env = job_env({"OUT": out, "PATH": self.path, "TMPDIR": self.scratch, "DMLP_GPU_LIB_DIRS": "",
+                       "GPU_CHECK_PORT_BASE": "0", "DIGEST_THREADS": None, "REFERENCE_DIR": None},
+                      drop_prefixes=("GPU_CHECK_",))
+        result = run(["bash", RUNNER, *args], env=env, timeout=240)
         return result, out
 
     def rows(self, out):

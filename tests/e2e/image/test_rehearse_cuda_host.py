@@ -11,10 +11,13 @@ Environment: DMLP_SOURCE_DIR, the repository (default: three levels up).
 
 import os
 import shutil
-import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import run  # noqa: E402
 
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 REHEARSE = SOURCE / "tools" / "rehearse.sh"
@@ -30,9 +33,7 @@ class CudaHost(unittest.TestCase):
         self.tmp.mkdir()
 
     def rehearse(self, *args):
-        return subprocess.run([str(REHEARSE), "--cuda-host", *map(str, args)],
-                              env=dict(os.environ, TMPDIR=str(self.tmp)), capture_output=True,
-                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        return run([REHEARSE, "--cuda-host", *args], env=dict(os.environ, TMPDIR=str(self.tmp)))
 
     def assertNothingLeft(self):
         self.assertEqual(sorted(p.name for p in self.tmp.iterdir()), [], "left in TMPDIR")
@@ -63,8 +64,7 @@ class Usage(unittest.TestCase):
         prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if as_nobody else []
         cache = tempfile.mkdtemp(prefix="dmlp-rehearse-usage-")
         self.addCleanup(shutil.rmtree, cache, ignore_errors=True)
-        return subprocess.run([*prefix, str(REHEARSE), *args], env=dict(os.environ, DMLP_REHEARSAL_DIR=cache),
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        return run([*prefix, REHEARSE, *args], env=dict(os.environ, DMLP_REHEARSAL_DIR=cache), timeout=60)
 
     def test_an_unknown_part_is_a_usage_error(self):
         for args in [("bogus",), ("--fresh", "kit", "images"), ("-h",)]:
