@@ -108,7 +108,8 @@ def row_ranks_on_one_gpu(checks):
                 if difference is not None:
                     ok, detail = False, "%s differs, 1 vs %s ranks: %s" % (file, ranks, difference)
     if ok:
-        detail = "%s steps, DATA_SHARDS=4: every run PASS, metrics.jsonl + state.safetensors byte-identical" % checks.steps
+        detail = ("%s steps, DATA_SHARDS=4: every run PASS, metrics.jsonl + state.safetensors byte-identical"
+                  % checks.steps)
     checks.record(check, "PASS" if ok else "FAIL", detail)
 
 

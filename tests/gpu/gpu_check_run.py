@@ -200,14 +200,6 @@ class Checks:
         return split_row(line)
 
 
-def which(program):
-    for folder in os.environ.get("PATH", "").split(":"):
-        candidate = os.path.join(folder or ".", program)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 def cpu_count():
     try:
         return len(os.sched_getaffinity(0))

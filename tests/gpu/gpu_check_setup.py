@@ -7,12 +7,12 @@ Standard library only, Python 3.8 or newer, as all of the runner.
 
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import time
 
-from gpu_check_run import (REPO, cpu_count, first_field, last_error, output_of, progress, read_text, run_logged,
-                           which)
+from gpu_check_run import REPO, cpu_count, first_field, last_error, output_of, progress, read_text, run_logged
 
 # ---- 1. build, or the kit and the machine's cuBLAS/NCCL ------------------------
 NVIDIA_PACKAGE_LIBS = """
@@ -118,10 +118,10 @@ def row_build(checks):
     """Configure and build (Release) for the local GPU's architecture."""
     start = time.monotonic()
     _, capability = output_of(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                              stderr=subprocess.DEVNULL) if which("nvidia-smi") else (1, "")
+                              stderr=subprocess.DEVNULL) if shutil.which("nvidia-smi") else (1, "")
     arch = (capability.splitlines() or [""])[0].replace(" ", "").replace(".", "")
     arch = arch if arch.isdigit() else "native"
-    nvcc = os.environ.get("CUDACXX") or which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    nvcc = os.environ.get("CUDACXX") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     configure = ["cmake", "-S", REPO, "-B", checks.build, "-DCMAKE_BUILD_TYPE=Release", "-DDMLP_CUDA=ON",
                  "-DCMAKE_CUDA_COMPILER=" + nvcc, "-DCMAKE_CUDA_ARCHITECTURES=" + arch]
     build = ["cmake", "--build", checks.build, "-j%d" % cpu_count(), "--target", "cuda_test",
@@ -141,7 +141,8 @@ def rows_without_gpu(checks):
     """Without a GPU nothing below can pass; one small CUDA job shows what the
     programs say (a clear error, not a loader's), then the run ends."""
     port = checks.take_port()
-    checks.record("gpu", "FAIL", "no GPU: nvidia-smi %s" % ("lists none" if which("nvidia-smi") else "not found"))
+    nvidia_smi = "lists none" if shutil.which("nvidia-smi") else "not found"
+    checks.record("gpu", "FAIL", "no GPU: nvidia-smi " + nvidia_smi)
     tiny_job = dict(os.environ, STEPS="1", SEED="42", BATCH="8", MICROBATCHES="1", LEARNING_RATE="0.001",
                     FEATURES="4", WIDTH="8", LAYERS="1", CLASSES="2", PLATFORM="cuda",
                     OUT_DIR=checks.path("no-gpu"), COORDINATOR_PORT=port, HEARTBEAT_TIMEOUT_SECONDS="30")

@@ -8,11 +8,12 @@ python3 the device has, where nothing can be installed.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
 from gpu_check_rows import ROWS_WITH_A_GPU
-from gpu_check_run import REPO, Checks, Finished, cpu_count, output_of, progress, read_text, which
+from gpu_check_run import REPO, Checks, Finished, cpu_count, output_of, progress, read_text
 from gpu_check_setup import row_build, row_device_libraries, rows_without_gpu
 
 USAGE = "usage: run_gpu_checks.sh [BUILD_DIR] | --kit DIR"
@@ -55,7 +56,7 @@ def describe_machine():
 
 
 def gpu_name():
-    if not which("nvidia-smi"):
+    if not shutil.which("nvidia-smi"):
         return ""
     _, names = output_of(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], stderr=subprocess.DEVNULL)
     return (names.splitlines() or [""])[0]

@@ -27,7 +27,8 @@ CUDA_HOST_USAGE = ("usage: tools/rehearse.sh --cuda-host CXX UNPACKED (UNPACKED:
 PARTS = ("trixie", "cuda12", "kit", "image")
 
 
-PART_STEPS = {"trixie": trixie.part_trixie, "cuda12": cuda12.part_cuda12, "kit": kit.part_kit, "image": image.part_image}
+PART_STEPS = {"trixie": trixie.part_trixie, "cuda12": cuda12.part_cuda12, "kit": kit.part_kit,
+              "image": image.part_image}
 
 
 # ---- clean-up and the verdict ---------------------------------------------------------
