@@ -42,7 +42,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   return WriteFileAtomically(path, {contents});
 }
 
-Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts) {
+Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
+                           const AtomicWriteOptions& options) {
   // One mechanism for every finished file dmlp writes (result.json, the state
   // file, checkpoints, verify's reports): relative to the directory's
   // descriptor, the temporary created O_EXCL|O_NOFOLLOW (common/out_dir.h).
@@ -54,7 +55,7 @@ Status WriteFileAtomically(const std::string& path, std::initializer_list<std::s
   if (!out.ok() && out.status().code() == "NOT_FOUND")
     return ErrnoError("IO_ERROR", "open directory " + directory, ENOENT);
   if (!out.ok()) return out.status();
-  return out->WriteAtomically(location.filename().string(), parts);
+  return out->WriteAtomically(location.filename().string(), parts, options);
 }
 
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code) {

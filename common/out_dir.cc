@@ -152,22 +152,29 @@ Result<int> OutDir::OpenForReading(std::string_view name) const {
   return fd;
 }
 
-Status OutDir::WriteAtomically(std::string_view name,
-                               std::initializer_list<std::string_view> parts) const {
-  const std::string temporary = Name(name) + ".tmp";
-  // A temporary left by a killed writer is ours to replace, but only a plain
-  // file: removing a planted link or FIFO would hide the plant, so name it.
-  DMLP_ASSIGN_OR_RETURN(Kind stale, KindOf(temporary));
-  if (stale != Kind::kAbsent && stale != Kind::kRegular)
-    return NotRegular(temporary, stale, "a regular file (a stale temporary)");
-  if (stale == Kind::kRegular) DMLP_RETURN_IF_ERROR(Remove(temporary));
-  DMLP_ASSIGN_OR_RETURN(int fd, CreateFile(temporary, "IO_ERROR"));
+Status OutDir::WriteAtomically(std::string_view name, std::initializer_list<std::string_view> parts,
+                               const AtomicWriteOptions& options) const {
+  // The one write-then-rename of every finished file dmlp writes.
+  const std::string temporary =
+      Name(name) + (options.temporary_per_process ? ".tmp-" + std::to_string(::getpid()) : ".tmp");
+  if (!options.temporary_per_process) {
+    // A temporary left by a killed writer is ours to replace, but only a plain
+    // file: removing a planted link or FIFO would hide the plant, so name it.
+    DMLP_ASSIGN_OR_RETURN(Kind stale, KindOf(temporary));
+    if (stale != Kind::kAbsent && stale != Kind::kRegular)
+      return NotRegular(temporary, stale, "a regular file (a stale temporary)");
+    if (stale == Kind::kRegular) DMLP_RETURN_IF_ERROR(Remove(temporary));
+  }
+  // O_EXCL|O_NOFOLLOW: whatever took the temporary's name is neither followed nor truncated.
+  const int fd = ::openat(fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("IO_ERROR", "create " + PathOf(temporary));
   Status status;
   for (std::string_view part : parts) {
     if (status.ok()) status = WriteAll(fd, part, PathOf(temporary));
   }
   if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("IO_ERROR", "fsync " + PathOf(temporary));
   if (::close(fd) != 0 && status.ok()) status = ErrnoError("IO_ERROR", "close " + PathOf(temporary));
+  if (status.ok() && options.before_rename) status = options.before_rename();
   // renameat replaces the entry `name` itself, a link there included: never its target.
   if (status.ok() && ::renameat(fd_, temporary.c_str(), fd_, Name(name).c_str()) != 0)
     status = ErrnoError("IO_ERROR", "rename " + PathOf(temporary) + " to " + PathOf(name));

@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <optional>
 
 #include "common/errno_error.h"
@@ -98,23 +96,17 @@ Status CheckReportTarget(const std::string& option, const std::string& path,
 }
 
 Status WriteReportFile(const std::string& path, std::string_view contents) {
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("IO_ERROR", "create " + temporary);
-  Status status = WriteAll(fd, contents, temporary);
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("IO_ERROR", "fsync " + temporary);
-  if (::close(fd) != 0 && status.ok()) status = ErrnoError("IO_ERROR", "close " + temporary);
+  AtomicWriteOptions options;
+  // Two dmlp-verify processes may write one report: each its own temporary.
+  options.temporary_per_process = true;
   // Checked once more just before: what took FILE's name meanwhile is not replaced either.
-  struct stat info {};
-  if (status.ok() && ::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    status = Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
-  if (status.ok() && std::rename(temporary.c_str(), path.c_str()) != 0)
-    status = ErrnoError("IO_ERROR", "rename " + temporary + " to " + path);
-  if (!status.ok()) {
-    ::unlink(temporary.c_str());
-    return status;
-  }
-  return FsyncDirectoryOf(path);
+  options.before_rename = [&path] {
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+      return Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
+    return Status::Ok();
+  };
+  return WriteFileAtomically(path, {contents}, options);
 }
 
 }  // namespace dmlp::verify
