@@ -337,6 +337,19 @@ TEST(VerifyCliTest, TheExitCodeIsTheVerdictUnlessAReportIsLost) {
   }
 }
 
+// --tolerance is read by the number grammar of every setting and flag: a hex
+// float is a usage error (exit 2) naming the value, nothing is verified.
+TEST(VerifyCliTest, AHexToleranceIsAUsageError) {
+  testing::TempDir golden, run;
+  testing::WriteReferenceRun(golden, 1, 2);
+  testing::WriteReferenceRun(run, 1, 2);
+  Ran hex = RunVerify({"--against", golden.path(), "--tolerance", "0x1p-10", run.path()});
+  EXPECT_EQ(hex.exit_code, 2);
+  EXPECT_EQ(hex.out, "");
+  EXPECT_NE(hex.err.find("--tolerance '0x1p-10' is not a decimal number"), std::string::npos) << hex.err;
+  EXPECT_EQ(RunVerify({"--against", golden.path(), "--tolerance", "1e-3", run.path()}).exit_code, 0);
+}
+
 TEST(VerifyCliTest, UsageHelpVersion) {
   Ran none = RunVerify({});
   EXPECT_EQ(none.exit_code, 2);

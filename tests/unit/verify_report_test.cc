@@ -104,18 +104,6 @@ TEST(OptionsTest, JsonForms) {
   EXPECT_TRUE(to_file.command->verify.allow_incomplete);
 }
 
-// --tolerance is read by the number grammar of every setting and flag: a hex
-// float is a usage error (exit 2) naming the value, a decimal one is taken.
-TEST(OptionsTest, ToleranceIsADecimalNumber) {
-  ParseOutcome hex = Parse({"--against", "golden", "--tolerance", "0x1p-10", "run"});
-  EXPECT_FALSE(hex.command);
-  EXPECT_EQ(hex.exit_code, 2);
-  EXPECT_NE(hex.err.find("--tolerance '0x1p-10' is not a decimal number"), std::string::npos) << hex.err;
-  ParseOutcome decimal = Parse({"--against", "golden", "--tolerance", "1e-3", "run"});
-  ASSERT_TRUE(decimal.command);
-  EXPECT_EQ(decimal.command->verify.tolerance, 0.001);
-}
-
 TEST(OptionsTest, UsageErrorsExitTwoHelpAndVersionZero) {
   for (std::vector<const char*> args : {std::vector<const char*>{}, {"--bogus", "run"}, {"a", "b"}, {"--against"}}) {
     ParseOutcome outcome = Parse(args);
