@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/flock_holder.h"
 #include "common/format/error_codes.h"
 #include "common/format/rank_env.h"
@@ -15,10 +16,6 @@
 
 namespace dmlp::verify {
 namespace {
-
-Status IoError(const std::string& what, const std::string& path) {
-  return Status::Error(kIoError, what + " " + path + ": " + std::strerror(errno));
-}
 
 // The names whose creation, renaming or removal can change a verdict (a live
 // job's checkpoints come and go without changing one).
@@ -52,7 +49,7 @@ Result<RunDir> RunDir::Open(const std::string& path) {
   if (fd < 0) {
     if (errno == ENOENT) return Status::Error(kNotFound, path);
     if (errno == ENOTDIR) return Status::Error(kNotADirectory, path);
-    return IoError("open", path);
+    return ErrnoError(kIoError, "open " + path);
   }
   RunDir dir;
   dir.path_ = path;
@@ -71,7 +68,7 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
   // lstat first so a FIFO or device is never opened (opening a FIFO blocks).
   if (::fstatat(fd_.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return file;
-    return IoError("stat", Display(name));
+    return ErrnoError(kIoError, "stat " + Display(name));
   }
   if (!S_ISREG(info.st_mode)) {
     file.kind = FileKind::kNotRegular;
@@ -84,11 +81,11 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
       file.kind = FileKind::kNotRegular;
       return file;
     }
-    return IoError("open", Display(name));
+    return ErrnoError(kIoError, "open " + Display(name));
   }
   file.fd = UniqueFd(fd);
   // Re-check through the descriptor: the name may have changed since fstatat.
-  if (::fstat(fd, &info) != 0) return IoError("stat", Display(name));
+  if (::fstat(fd, &info) != 0) return ErrnoError(kIoError, "stat " + Display(name));
   file.kind = S_ISREG(info.st_mode) ? FileKind::kRegular : FileKind::kNotRegular;
   if (file.kind != FileKind::kRegular) file.fd = UniqueFd();
   return file;
@@ -96,11 +93,11 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
 
 Result<DirListing> RunDir::List() const {
   int fd = ::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("open", path_);
+  if (fd < 0) return ErrnoError(kIoError, "open " + path_);
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     ::close(fd);
-    return IoError("list", path_);
+    return ErrnoError(kIoError, "list " + path_);
   }
   DirListing listing;
   errno = 0;
@@ -127,7 +124,7 @@ Result<DirListing> RunDir::List() const {
   ::closedir(dir);
   if (error != 0) {
     errno = error;
-    return IoError("list", path_);
+    return ErrnoError(kIoError, "list " + path_);
   }
   return listing;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/flock_holder.h"
 #include "common/format/error_codes.h"
@@ -51,8 +52,7 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
       return Status::Error(kOutputNotRegular, out.PathOf(kLockFile) +
                                                 " is a symbolic link, not a regular file "
                                                 "(dmlp never writes through links)");
-    if (fd < 0) return Status::Error(kIoError, "open " + out.PathOf(kLockFile) + ": " +
-                                                     std::strerror(errno));
+    if (fd < 0) return ErrnoError(kIoError, "open " + out.PathOf(kLockFile));
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
       ::close(fd);
@@ -67,7 +67,7 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
                              out.path() + " is in use by another job (" + out.PathOf(kLockFile) +
                                  " held by " + (holder.empty() ? "a process on another host"
                                                                 : "pid " + holder) + ")");
-      return Status::Error(kIoError, "lock " + out.PathOf(kLockFile) + ": " + std::strerror(error));
+      return ErrnoError(kIoError, "lock " + out.PathOf(kLockFile), error);
     }
     if (!StillNamed(out.fd(), fd)) {  // removed by the job that held it: take the new one
       ::close(fd);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/format/error_codes.h"
 #include "common/rank_place.h"
@@ -51,11 +52,11 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::str
   freeaddrinfo(found);
   if (listen_fd < 0) {
     if (in_use) return Status::Error(kCoordinatorPortInUse, where);
-    return Status::Error(kCoordinatorBindFailed, where + ": " + std::strerror(bind_errno));
+    return ErrnoError(kCoordinatorBindFailed, where, bind_errno);
   }
   std::unique_ptr<RendezvousServer> server(new RendezvousServer(listen_fd, std::move(config)));
   if (pipe2(server->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return Status::Error(kCoordinatorBindFailed, where + ": pipe: " + std::strerror(errno));
+    return ErrnoError(kCoordinatorBindFailed, where + ": pipe");
   }
   DMLP_ASSIGN_OR_RETURN(server->thread_,
                         StartThread("coordinator " + where, [raw = server.get()] { raw->Serve(); }));

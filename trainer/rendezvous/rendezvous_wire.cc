@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/format/error_codes.h"
 
 namespace dmlp {
@@ -264,7 +265,7 @@ Status SendAll(int fd, std::string_view bytes, PeerWait& wait) {
     if (written < 0 && errno == EINTR) continue;
     if (written < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       if (errno == EPIPE || errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
-      return Status::Error(kSocketError, std::string("send: ") + std::strerror(errno));
+      return ErrnoError(kSocketError, "send");
     }
     if (wait.Expired()) return Status::Error(std::string(kRendezvousTimeout));
     pollfd entry{fd, POLLOUT, 0};
@@ -300,7 +301,7 @@ Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      return Status::Error(kSocketError, std::string("recv: ") + std::strerror(errno));
+      return ErrnoError(kSocketError, "recv");
     }
     if (wait.Expired()) return Status::Error(std::string(kRendezvousTimeout));
     pollfd entry{fd, POLLIN, 0};
