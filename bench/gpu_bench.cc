@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench/digest_sweep.h"
+#include "common/format/error_codes.h"
 #include "common/sha256.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/cuda_check.h"
@@ -337,7 +338,7 @@ int Main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (options.batch % options.data_shards != 0) {
     std::fprintf(stderr,
-                 "gpu_bench: error: ENV_INVALID: --batch must be divisible by --data-shards\n");
+                 "gpu_bench: error: %s: --batch must be divisible by --data-shards\n", dmlp::kEnvInvalid);
     return 2;
   }
   if (options.digest_sweep) {

@@ -30,6 +30,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/median.h"
+#include "common/format/error_codes.h"
 #include "tests/unit/rendezvous_test_util.h"
 #include "trainer/cpu/adam_cpu.h"
 #include "trainer/cpu/checksummed_passes.h"
@@ -54,7 +55,7 @@ struct Timings {
   std::vector<double> optimizer;  // of which in Adam (MeasureChecks)
 };
 
-dmlp::Status Fail(const std::string& what) { return dmlp::Status::Error("BENCH", what); }
+dmlp::Status Fail(const std::string& what) { return dmlp::Status::Error(dmlp::kBench, what); }
 
 enum class Path { kTcp, kSharedCopies, kSharedInPlace };
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/float_repr.h"
+#include "common/format/result_json.h"
 #include "common/py_json.h"
 #include "common/receipt.h"
 #include "common/sha256.h"
@@ -75,13 +76,26 @@ uint64_t WriteRun(const std::string& dir, int64_t steps, bool alternate = false)
   nlohmann::json rank_files = nlohmann::json::array();
   for (int rank = 0; rank < kRanks; ++rank) rank_files.push_back("rank-" + std::to_string(rank) + ".jsonl");
   nlohmann::json doc = {
-      {"complete", true}, {"dataset", "bench"}, {"digest_cost", "bench"}, {"digest_policy", "bench"},
-      {"dmlp_version", DMLP_VERSION}, {"final_loss", loss}, {"final_opt_state_sha256", final_digests.opt},
-      {"final_params_sha256", final_digests.params}, {"fingerprint", {{"platform", "cpu"}}},
-      {"heartbeat_timeout_seconds", 60}, {"model", {{"processes", kRanks}}}, {"optimizer", "adam"},
-      {"params_sha256", hash}, {"plan", {{"steps", steps}}}, {"processes", kRanks}, {"rank_files", rank_files},
-      {"state_file", "state.safetensors"}, {"steps", steps}, {"updates_per_metric_step", 1}};
-  std::FILE* result = std::fopen((dir + "/result.json").c_str(), "wx");
+      {dmlp::kResultComplete, true},
+      {dmlp::kResultDataset, "bench"},
+      {dmlp::kResultDigestCost, "bench"},
+      {dmlp::kResultDigestPolicy, "bench"},
+      {dmlp::kResultDmlpVersion, DMLP_VERSION},
+      {dmlp::kResultFinalLoss, loss},
+      {dmlp::kResultFinalOptStateSha256, final_digests.opt},
+      {dmlp::kResultFinalParamsSha256, final_digests.params},
+      {dmlp::kResultFingerprint, {{"platform", "cpu"}}},
+      {dmlp::kResultHeartbeatTimeoutSeconds, 60},
+      {dmlp::kResultModel, {{dmlp::kModelProcesses, kRanks}}},
+      {dmlp::kResultOptimizer, dmlp::kOptimizerText},
+      {dmlp::kResultParamsSha256, hash},
+      {dmlp::kResultPlan, {{dmlp::kPlanSteps, steps}}},
+      {dmlp::kResultProcesses, kRanks},
+      {dmlp::kResultRankFiles, rank_files},
+      {dmlp::kResultStateFile, "state.safetensors"},
+      {dmlp::kResultSteps, steps},
+      {dmlp::kResultUpdatesPerMetricStep, 1}};
+  std::FILE* result = std::fopen((dir + "/" + dmlp::kResultFile).c_str(), "wx");
   std::string text = dmlp::PyJsonDumps(doc, 2) + "\n";
   std::fwrite(text.data(), 1, text.size(), result);
   std::fclose(result);

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 namespace build_id {
 // Defined in the generated build_id.cc (cmake/build_id.cmake).
@@ -48,7 +50,7 @@ Result<std::string> ImageIdFromEnvironment() {
   bool plain = id.size() <= 256;
   for (char c : id) plain = plain && c > ' ' && c < 127;
   if (!plain)
-    return Status::Error("ENV_INVALID", "DMLP_IMAGE_ID must be at most 256 printable ASCII "
+    return Status::Error(kEnvInvalid, "DMLP_IMAGE_ID must be at most 256 printable ASCII "
                                         "characters without spaces (an image id such as sha256:<hex>)");
   return id;
 }

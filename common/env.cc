@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "common/format/error_codes.h"
 #include "common/quote.h"
 
 extern char** environ;
@@ -61,8 +62,8 @@ std::string ConfigKey(std::string_view name) {
 
 Status SettingError(const Environment& env, std::string_view name, std::string_view text) {
   std::optional<std::string> file = env.FileOf(name);
-  if (!file) return Status::Error("ENV_INVALID", std::string(name) + std::string(text));
-  return Status::Error("CONFIG_INVALID", *file + ": " + ConfigKey(name) + std::string(text));
+  if (!file) return Status::Error(kEnvInvalid, std::string(name) + std::string(text));
+  return Status::Error(kConfigInvalid, *file + ": " + ConfigKey(name) + std::string(text));
 }
 
 std::string FileSources(const Environment& env, std::initializer_list<std::string_view> names) {
@@ -80,10 +81,10 @@ Status InvalidValue(const Environment& env, std::string_view name, std::string_v
 
 Result<std::string> RequireString(const Environment& env, std::string_view name) {
   std::optional<std::string> value = env.Get(name);
-  if (!value) return Status::Error("ENV_MISSING", std::string(name));
+  if (!value) return Status::Error(kEnvMissing, std::string(name));
   if (value->find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
     if (env.FileOf(name)) return SettingError(env, name, " is empty");
-    return Status::Error("ENV_EMPTY", std::string(name));
+    return Status::Error(kEnvEmpty, std::string(name));
   }
   // A NUL from a YAML "\0" would cut a path short where the C library reads
   // it, while result.json records the whole string; no setting needs one.
@@ -102,7 +103,7 @@ Result<int64_t> RequireInteger(const Environment& env, std::string_view name, in
 Result<double> RequirePositiveNumber(const Environment& env, std::string_view name) {
   DMLP_ASSIGN_OR_RETURN(std::string text, RequireString(env, name));
   Result<double> value = ParseFiniteDouble(text);
-  if (value.ok() && *value <= 0) value = Status::Error("ENV_INVALID", "must be finite and > 0");
+  if (value.ok() && *value <= 0) value = Status::Error(kEnvInvalid, "must be finite and > 0");
   if (!value.ok()) return InvalidValue(env, name, value.status().detail());
   return value;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
 #include "common/out_dir.h"
 
 namespace dmlp {
@@ -20,7 +21,7 @@ Status WriteAll(int fd, std::string_view data, const std::string& what) {
     ssize_t written = ::write(fd, data.data(), data.size());
     if (written < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError("IO_ERROR", "write " + what);
+      return ErrnoError(kIoError, "write " + what);
     }
     data.remove_prefix(static_cast<size_t>(written));
   }
@@ -31,10 +32,10 @@ Status FsyncDirectoryOf(const std::string& path) {
   std::string directory = std::filesystem::path(path).parent_path().string();
   if (directory.empty()) directory = ".";
   int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("IO_ERROR", "open directory " + directory);
+  if (fd < 0) return ErrnoError(kIoError, "open directory " + directory);
   int rc = ::fsync(fd);
   ::close(fd);
-  if (rc != 0) return ErrnoError("IO_ERROR", "fsync directory " + directory);
+  if (rc != 0) return ErrnoError(kIoError, "fsync directory " + directory);
   return Status::Ok();
 }
 
@@ -52,8 +53,8 @@ Status WriteFileAtomically(const std::string& path, std::initializer_list<std::s
   if (directory.empty()) directory = ".";
   Result<OutDir> out = OutDir::Open(directory);
   // Writing, a missing folder is an I/O failure like any other (IO_ERROR).
-  if (!out.ok() && out.status().code() == "NOT_FOUND")
-    return ErrnoError("IO_ERROR", "open directory " + directory, ENOENT);
+  if (!out.ok() && out.status().code() == kNotFound)
+    return ErrnoError(kIoError, "open directory " + directory, ENOENT);
   if (!out.ok()) return out.status();
   return out->WriteAtomically(location.filename().string(), parts, options);
 }
@@ -62,7 +63,7 @@ Result<int> CreateExclusive(const std::string& path, const std::string& exists_c
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd >= 0) return fd;
   if (errno == EEXIST) return Status::Error(exists_code, path);
-  return ErrnoError("IO_ERROR", "create " + path);
+  return ErrnoError(kIoError, "create " + path);
 }
 
 Result<std::string> ReadFdToString(int fd, const std::string& path) {
@@ -72,7 +73,7 @@ Result<std::string> ReadFdToString(int fd, const std::string& path) {
     ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0) {
       if (errno == EINTR) continue;
-      Status status = ErrnoError("IO_ERROR", "read " + path);
+      Status status = ErrnoError(kIoError, "read " + path);
       ::close(fd);
       return status;
     }
@@ -86,8 +87,8 @@ Result<std::string> ReadFdToString(int fd, const std::string& path) {
 Result<std::string> ReadFileToString(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    return ErrnoError("IO_ERROR", "open " + path);
+    if (errno == ENOENT) return Status::Error(kNotFound, path);
+    return ErrnoError(kIoError, "open " + path);
   }
   return ReadFdToString(fd, path);
 }

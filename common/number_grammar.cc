@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 namespace {
 
@@ -39,30 +41,30 @@ bool IsDecimalNumber(std::string_view text) {
 }
 
 Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
-  if (!IsDecimalInteger(text, min < 0)) return Status::Error("ENV_INVALID", "is not an integer");
+  if (!IsDecimalInteger(text, min < 0)) return Status::Error(kEnvInvalid, "is not an integer");
   const bool negative = text[0] == '-';
   // Accumulate as a negative number so INT64_MIN is reachable without overflow.
   int64_t value = 0;
   for (char c : negative ? text.substr(1) : text) {
     const int digit = c - '0';
-    if (value < (INT64_MIN + digit) / 10) return Status::Error("ENV_INVALID", "is out of range");
+    if (value < (INT64_MIN + digit) / 10) return Status::Error(kEnvInvalid, "is out of range");
     value = value * 10 - digit;
   }
   if (!negative) {
-    if (value == INT64_MIN) return Status::Error("ENV_INVALID", "is out of range");
+    if (value == INT64_MIN) return Status::Error(kEnvInvalid, "is out of range");
     value = -value;
   }
-  if (value < min) return Status::Error("ENV_INVALID", "must be >= " + std::to_string(min));
-  if (value > max) return Status::Error("ENV_INVALID", "must be <= " + std::to_string(max));
+  if (value < min) return Status::Error(kEnvInvalid, "must be >= " + std::to_string(min));
+  if (value > max) return Status::Error(kEnvInvalid, "must be <= " + std::to_string(max));
   return value;
 }
 
 Result<double> ParseFiniteDouble(std::string_view text) {
-  if (!IsDecimalNumber(text)) return Status::Error("ENV_INVALID", "is not a number");
+  if (!IsDecimalNumber(text)) return Status::Error(kEnvInvalid, "is not a number");
   const std::string copy(text);  // strtod needs the terminating NUL
   errno = 0;
   const double value = std::strtod(copy.c_str(), nullptr);
-  if (!std::isfinite(value) || errno == ERANGE) return Status::Error("ENV_INVALID", "must be finite");
+  if (!std::isfinite(value) || errno == ERANGE) return Status::Error(kEnvInvalid, "must be finite");
   return value;
 }
 

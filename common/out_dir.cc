@@ -13,6 +13,7 @@
 
 #include "common/errno_error.h"
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "common/quote.h"
 
 namespace dmlp {
@@ -36,8 +37,8 @@ const char* KindName(OutDir::Kind kind) {
 Result<OutDir> OutDir::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    return ErrnoError("IO_ERROR", "open directory " + path);
+    if (errno == ENOENT) return Status::Error(kNotFound, path);
+    return ErrnoError(kIoError, "open directory " + path);
   }
   return OutDir(path, fd);
 }
@@ -56,7 +57,7 @@ Status OutDir::CheckNoDanglingLink(const std::string& path) {
       break;
     const std::string target = fs::read_symlink(at, error).string();
     const std::string where = at == fs::path(path) ? "" : ": " + at.string();
-    return Status::Error("OUTPUT_DANGLING_LINK",
+    return Status::Error(kOutputDanglingLink,
                          "OUT_DIR " + path + where + " is a symbolic link to " + QuoteValue(target) +
                              ", which does not exist (create it, or point the link elsewhere)");
   }
@@ -67,7 +68,7 @@ Result<OutDir> OutDir::Create(const std::string& path) {
   DMLP_RETURN_IF_ERROR(CheckNoDanglingLink(path));
   std::error_code error;
   std::filesystem::create_directories(path, error);
-  if (error) return Status::Error("IO_ERROR", "create " + path + ": " + error.message());
+  if (error) return Status::Error(kIoError, "create " + path + ": " + error.message());
   return Open(path);
 }
 
@@ -90,7 +91,7 @@ OutDir::~OutDir() {
 std::string OutDir::PathOf(std::string_view name) const { return path_ + "/" + Name(name); }
 
 Status OutDir::NotRegular(std::string_view name, Kind kind, std::string_view expected) const {
-  return Status::Error(kNotRegularCode, PathOf(name) + " is " + KindName(kind) + ", not " +
+  return Status::Error(kOutputNotRegular, PathOf(name) + " is " + KindName(kind) + ", not " +
                                             Name(expected) + " (dmlp never writes through links)");
 }
 
@@ -98,7 +99,7 @@ Result<OutDir::Kind> OutDir::KindOf(std::string_view name) const {
   struct stat info {};
   if (::fstatat(fd_, Name(name).c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return Kind::kAbsent;
-    return ErrnoError("IO_ERROR", "stat " + PathOf(name));
+    return ErrnoError(kIoError, "stat " + PathOf(name));
   }
   if (S_ISREG(info.st_mode)) return Kind::kRegular;
   if (S_ISDIR(info.st_mode)) return Kind::kDirectory;
@@ -108,11 +109,11 @@ Result<OutDir::Kind> OutDir::KindOf(std::string_view name) const {
 
 Result<std::vector<std::string>> OutDir::List() const {
   int fd = ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("IO_ERROR", "list " + path_);
+  if (fd < 0) return ErrnoError(kIoError, "list " + path_);
   DIR* stream = ::fdopendir(fd);
   if (stream == nullptr) {
     ::close(fd);
-    return ErrnoError("IO_ERROR", "list " + path_);
+    return ErrnoError(kIoError, "list " + path_);
   }
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(stream)) {
@@ -131,7 +132,7 @@ Result<int> OutDir::CreateFile(std::string_view name, const std::string& exists_
   int fd = ::openat(fd_, Name(name).c_str(),
                     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd >= 0) return fd;
-  if (errno != EEXIST) return ErrnoError("IO_ERROR", "create " + PathOf(name));
+  if (errno != EEXIST) return ErrnoError(kIoError, "create " + PathOf(name));
   DMLP_ASSIGN_OR_RETURN(Kind kind, KindOf(name));
   if (kind == Kind::kRegular || kind == Kind::kAbsent) return Status::Error(exists_code, PathOf(name));
   return NotRegular(name, kind, "a regular file");
@@ -140,9 +141,9 @@ Result<int> OutDir::CreateFile(std::string_view name, const std::string& exists_
 Result<int> OutDir::OpenForReading(std::string_view name) const {
   int fd = ::openat(fd_, Name(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", PathOf(name));
+    if (errno == ENOENT) return Status::Error(kNotFound, PathOf(name));
     if (errno == ELOOP) return NotRegular(name, Kind::kLink, "a regular file");
-    return ErrnoError("IO_ERROR", "open " + PathOf(name));
+    return ErrnoError(kIoError, "open " + PathOf(name));
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -167,17 +168,17 @@ Status OutDir::WriteAtomically(std::string_view name, std::initializer_list<std:
   }
   // O_EXCL|O_NOFOLLOW: whatever took the temporary's name is neither followed nor truncated.
   const int fd = ::openat(fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("IO_ERROR", "create " + PathOf(temporary));
+  if (fd < 0) return ErrnoError(kIoError, "create " + PathOf(temporary));
   Status status;
   for (std::string_view part : parts) {
     if (status.ok()) status = WriteAll(fd, part, PathOf(temporary));
   }
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("IO_ERROR", "fsync " + PathOf(temporary));
-  if (::close(fd) != 0 && status.ok()) status = ErrnoError("IO_ERROR", "close " + PathOf(temporary));
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError(kIoError, "fsync " + PathOf(temporary));
+  if (::close(fd) != 0 && status.ok()) status = ErrnoError(kIoError, "close " + PathOf(temporary));
   if (status.ok() && options.before_rename) status = options.before_rename();
   // renameat replaces the entry `name` itself, a link there included: never its target.
   if (status.ok() && ::renameat(fd_, temporary.c_str(), fd_, Name(name).c_str()) != 0)
-    status = ErrnoError("IO_ERROR", "rename " + PathOf(temporary) + " to " + PathOf(name));
+    status = ErrnoError(kIoError, "rename " + PathOf(temporary) + " to " + PathOf(name));
   if (!status.ok()) {
     ::unlinkat(fd_, temporary.c_str(), 0);
     return status;
@@ -187,39 +188,39 @@ Status OutDir::WriteAtomically(std::string_view name, std::initializer_list<std:
 
 Result<OutDir> OutDir::OpenSubdir(std::string_view name, bool create) const {
   if (create && ::mkdirat(fd_, Name(name).c_str(), 0755) != 0 && errno != EEXIST)
-    return ErrnoError("IO_ERROR", "create " + PathOf(name));
+    return ErrnoError(kIoError, "create " + PathOf(name));
   int fd = ::openat(fd_, Name(name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) return OutDir(PathOf(name), fd);
-  if (errno == ENOENT) return Status::Error("NOT_FOUND", PathOf(name));
+  if (errno == ENOENT) return Status::Error(kNotFound, PathOf(name));
   if (errno == ELOOP || errno == ENOTDIR) {
     DMLP_ASSIGN_OR_RETURN(Kind kind, KindOf(name));
-    return Status::Error(kNotRegularCode, PathOf(name) + " is " + KindName(kind) +
+    return Status::Error(kOutputNotRegular, PathOf(name) + " is " + KindName(kind) +
                                               ", not a directory (dmlp never writes through links)");
   }
-  return ErrnoError("IO_ERROR", "open directory " + PathOf(name));
+  return ErrnoError(kIoError, "open directory " + PathOf(name));
 }
 
 Status OutDir::MakeSubdir(std::string_view name, const std::string& exists_code) const {
   if (::mkdirat(fd_, Name(name).c_str(), 0755) == 0) return Status::Ok();
   if (errno == EEXIST) return Status::Error(exists_code, PathOf(name));
-  return ErrnoError("IO_ERROR", "create " + PathOf(name));
+  return ErrnoError(kIoError, "create " + PathOf(name));
 }
 
 Status OutDir::MoveTo(std::string_view name, const OutDir& target,
                       std::string_view target_name) const {
   if (::renameat(fd_, Name(name).c_str(), target.fd_, Name(target_name).c_str()) != 0)
-    return ErrnoError("IO_ERROR", "move " + PathOf(name) + " to " + target.PathOf(target_name));
+    return ErrnoError(kIoError, "move " + PathOf(name) + " to " + target.PathOf(target_name));
   return Status::Ok();
 }
 
 Status OutDir::Remove(std::string_view name) const {
   if (::unlinkat(fd_, Name(name).c_str(), 0) != 0 && errno != ENOENT)
-    return ErrnoError("IO_ERROR", "remove " + PathOf(name));
+    return ErrnoError(kIoError, "remove " + PathOf(name));
   return Status::Ok();
 }
 
 Status OutDir::Sync() const {
-  if (::fsync(fd_) != 0) return ErrnoError("IO_ERROR", "fsync directory " + path_);
+  if (::fsync(fd_) != 0) return ErrnoError(kIoError, "fsync directory " + path_);
   return Status::Ok();
 }
 

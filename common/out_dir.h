@@ -1,4 +1,4 @@
-// defines: OutDir, kNotRegularCode
+// defines: OutDir
 //
 // A directory dmlp writes into, held as an O_DIRECTORY descriptor: every entry
 // is created, replaced, moved and removed relative to that descriptor
@@ -20,9 +20,6 @@
 #include "common/status.h"
 
 namespace dmlp {
-
-/// An entry that is not a plain file (or directory) where dmlp writes one.
-inline constexpr char kNotRegularCode[] = "OUTPUT_NOT_REGULAR";
 
 class OutDir {
  public:

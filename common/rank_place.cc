@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/format/error_codes.h"
 #include "common/quote.h"
 #include "common/slurm_hostlist.h"
 
@@ -54,7 +55,7 @@ struct Field {
 };
 
 Status Conflict(const Field& first, const Field& second) {
-  return Status::Error("ENV_CONFLICT", first.name + "=" + std::to_string(first.value) + " and " +
+  return Status::Error(kEnvConflict, first.name + "=" + std::to_string(first.value) + " and " +
                                            second.name + "=" + std::to_string(second.value) +
                                            " disagree");
 }
@@ -97,7 +98,7 @@ Status ReadOwnPlace(const Environment& env, RankPlace& place) {
     DMLP_ASSIGN_OR_RETURN(place.local_rank, RequireInteger(env, "LOCAL_RANK", 0, kMaxRanks));
   }
   if (place.process_id >= place.num_processes)
-    return Status::Error("ENV_INVALID", "PROCESS_ID must be less than NUM_PROCESSES");
+    return Status::Error(kEnvInvalid, "PROCESS_ID must be less than NUM_PROCESSES");
   return Status::Ok();
 }
 
@@ -106,13 +107,13 @@ Status ReadEnginePlace(const Environment& env, const std::vector<const EngineNam
   place.source = engines.front()->source;
   DMLP_ASSIGN_OR_RETURN(std::optional<Field> size, AgreedField(env, engines, &EngineNames::size, 1));
   DMLP_RETURN_IF_ERROR(MergeOwnName(env, "NUM_PROCESSES", 1, size));
-  if (!size) return Status::Error("ENV_MISSING", "NUM_PROCESSES");
+  if (!size) return Status::Error(kEnvMissing, "NUM_PROCESSES");
   DMLP_ASSIGN_OR_RETURN(std::optional<Field> rank, AgreedField(env, engines, &EngineNames::rank, 0));
   DMLP_ASSIGN_OR_RETURN(std::optional<Field> local,
                         AgreedField(env, engines, &EngineNames::local_rank, 0));
   DMLP_RETURN_IF_ERROR(MergeOwnName(env, "LOCAL_RANK", 0, local));
   if (rank->value >= size->value)
-    return Status::Error("ENV_INVALID", rank->name + "=" + std::to_string(rank->value) +
+    return Status::Error(kEnvInvalid, rank->name + "=" + std::to_string(rank->value) +
                                             " must be less than " + size->name + "=" +
                                             std::to_string(size->value));
   place.num_processes = size->value;
@@ -133,7 +134,7 @@ Status ReadCoordinator(const Environment& env, RankPlace& place) {
   // workers with TORCHELASTIC_USE_AGENT_STORE): the coordinator needs its own.
   const bool agent_store = env.Get("TORCHELASTIC_USE_AGENT_STORE") == "True";
   if (!env.Get("COORDINATOR_PORT") && agent_store)
-    return Status::Error("ENV_MISSING", "COORDINATOR_PORT (torchrun's MASTER_PORT is its agent's store)");
+    return Status::Error(kEnvMissing, "COORDINATOR_PORT (torchrun's MASTER_PORT is its agent's store)");
   const char* port_name = env.Get("COORDINATOR_PORT") || !env.Get("MASTER_PORT") ? "COORDINATOR_PORT"
                                                                                   : "MASTER_PORT";
   DMLP_ASSIGN_OR_RETURN(place.coordinator_port, RequireInteger(env, port_name, 1, 65535));
@@ -149,7 +150,7 @@ Status ReadCoordinator(const Environment& env, RankPlace& place) {
       DMLP_ASSIGN_OR_RETURN(std::string list, RequireString(env, name));
       Result<std::string> first = FirstSlurmHost(list);
       if (!first.ok())
-        return Status::Error("ENV_INVALID",
+        return Status::Error(kEnvInvalid,
                              std::string(name) + "=" + QuoteValue(list) + " " + first.status().detail());
       place.coordinator_address = *first;
       place.coordinator_from = name;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/float_repr.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp {
 namespace {
@@ -376,7 +377,7 @@ const char* ReceiptDefectId(ReceiptDefect defect) {
 Result<Receipt> ReadReceiptLine(std::string_view line, bool expect_rank) {
   ReceiptLineParse parse = ParseReceiptLine(line, expect_rank);
   if (!parse.ok())
-    return Status::Error("RECEIPT_INVALID",
+    return Status::Error(kReceiptInvalid,
                          std::string(ReceiptDefectId(parse.defect)) + ": " + parse.detail);
   return std::move(parse.receipt);
 }

@@ -3,11 +3,12 @@
 #include <cstdint>
 
 #include "common/env.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp {
 namespace {
 
-Status Invalid(const std::string& detail) { return Status::Error("ENV_INVALID", detail); }
+Status Invalid(const std::string& detail) { return Status::Error(kEnvInvalid, detail); }
 
 // One bracket's contents, "01-04,07", as the strings it stands for.
 Result<std::vector<std::string>> ExpandBracket(std::string_view body) {

@@ -14,6 +14,7 @@
 
 #include "common/errno_error.h"
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "common/sha256.h"
 #include "common/strict_json.h"
 
@@ -23,7 +24,7 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 
 Status Invalid(const std::string& path, const std::string& why) {
-  return Status::Error("STATE_FILE_INVALID", path + ": " + why);
+  return Status::Error(kStateFileInvalid, path + ": " + why);
 }
 
 // Canonical position: params (0), count (1), mu (2), nu (3), then leaf name.
@@ -45,12 +46,12 @@ class Reader {
   Status Open() {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
-      if (errno == ENOENT) return Status::Error("NOT_FOUND", path_);
-      return ErrnoError("IO_ERROR", "open " + path_);
+      if (errno == ENOENT) return Status::Error(kNotFound, path_);
+      return ErrnoError(kIoError, "open " + path_);
     }
     struct stat info {};
     if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode))
-      return Status::Error("IO_ERROR", path_ + ": not a regular file");
+      return Status::Error(kIoError, path_ + ": not a regular file");
     size_ = static_cast<uint64_t>(info.st_size);
     return Status::Ok();
   }
@@ -60,7 +61,7 @@ class Reader {
     while (length > 0) {
       ssize_t got = ::pread(fd_, cursor, length, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return ErrnoError("IO_ERROR", "read " + path_);
+      if (got < 0) return ErrnoError(kIoError, "read " + path_);
       if (got == 0) return Invalid(path_, "file shorter than its header says");
       cursor += got;
       offset += static_cast<uint64_t>(got);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 namespace {
 
@@ -30,10 +32,10 @@ uint64_t StateLayout::CountParameters(const ModelShape& m) {
 
 Status StateLayout::CheckShape(const ModelShape& shape) {
   if (shape.features < 1 || shape.width < 1 || shape.classes < 1)
-    return Status::Error("MODEL_INVALID", "features, width and classes must be >= 1");
-  if (shape.layers < 0) return Status::Error("MODEL_INVALID", "layers must be >= 0");
+    return Status::Error(kModelInvalid, "features, width and classes must be >= 1");
+  if (shape.layers < 0) return Status::Error(kModelInvalid, "layers must be >= 0");
   if (CountParameters(shape) > static_cast<uint64_t>(kMaxParameters))
-    return Status::Error("MODEL_INVALID", "model too large");
+    return Status::Error(kModelInvalid, "model too large");
   return Status::Ok();
 }
 
@@ -46,9 +48,9 @@ Result<StateLayout> StateLayout::Create(const ModelShape& shape) {
   for (int64_t layer = 0; layer <= shape.layers; ++layer) {
     int64_t in = layer == 0 ? shape.features : shape.width;
     int64_t out = layer == shape.layers ? shape.classes : shape.width;
-    if (in > kMaxParameters / out) return Status::Error("MODEL_INVALID", "model too large");
+    if (in > kMaxParameters / out) return Status::Error(kModelInvalid, "model too large");
     total += out + in * out;
-    if (total > kMaxParameters) return Status::Error("MODEL_INVALID", "model too large");
+    if (total > kMaxParameters) return Status::Error(kModelInvalid, "model too large");
     std::string prefix = "Dense_" + std::to_string(layer);
     layout.leaves_.push_back({prefix + "/bias", layer, false, {out}, 0, size_t(out)});
     layout.leaves_.push_back({prefix + "/kernel", layer, true, {in, out}, 0, size_t(in * out)});

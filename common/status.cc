@@ -1,10 +1,12 @@
 #include "common/status.h"
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 
 Status Status::Error(std::string code, std::string detail) {
   Status status;
-  status.code_ = code.empty() ? std::string("INTERNAL") : std::move(code);
+  status.code_ = code.empty() ? std::string(kInternal) : std::move(code);
   status.detail_ = std::move(detail);
   return status;
 }

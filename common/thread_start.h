@@ -1,4 +1,4 @@
-// defines: StartThread, kThreadStartFailedCode
+// defines: StartThread
 //
 // Every thread dmlp starts goes through StartThread: std::thread throws
 // std::system_error when the system refuses one (EAGAIN: RLIMIT_NPROC, or no
@@ -16,8 +16,6 @@
 #include "common/status.h"
 
 namespace dmlp {
-
-inline constexpr char kThreadStartFailedCode[] = "RESOURCE_EXHAUSTED";
 
 /// RESOURCE_EXHAUSTED: cannot start a thread (`what`): <reason>.
 Status ThreadStartFailed(const std::string& what, const std::system_error& error);

@@ -67,7 +67,7 @@ std::vector<int> ParseRanks(std::string_view text) {
 std::optional<DeviceLabel> ParseDeviceItem(std::string_view item,
                                            const std::string& launcher_host) {
   item = Trim(item);
-  constexpr std::string_view kRank = "rank ";
+  constexpr std::string_view kRank = kFailureDeviceRank;
   size_t colon = item.find(':');
   if (item.substr(0, kRank.size()) != kRank || colon == std::string_view::npos) return std::nullopt;
   Result<int64_t> rank = ParseInteger(item.substr(kRank.size(), colon - kRank.size()), 0, INT_MAX);
@@ -75,7 +75,7 @@ std::optional<DeviceLabel> ParseDeviceItem(std::string_view item,
   DeviceLabel label;
   label.rank = static_cast<int>(*rank);
   std::string_view text = Trim(item.substr(colon + 1));
-  constexpr std::string_view kHost = "host ";
+  constexpr std::string_view kHost = kFailureDeviceHost;
   if (text.substr(0, kHost.size()) == kHost) {
     std::string_view rest = Trim(text.substr(kHost.size()));
     size_t end = rest.find_first_of(kBlank);
@@ -94,7 +94,7 @@ std::optional<DeviceLabel> ParseDeviceItem(std::string_view item,
 void ParseDevices(std::string_view text, const std::string& launcher_host, Divergence& divergence) {
   size_t start = 0;
   for (;;) {
-    size_t next = text.find("; rank ", start);
+    size_t next = text.find(std::string(kFailureDeviceSeparator) + kFailureDeviceRank, start);
     if (auto label = ParseDeviceItem(text.substr(start, next - start), launcher_host)) {
       if (divergence.devices.size() < kMaxDevicesKept)
         divergence.devices.push_back(std::move(*label));
@@ -102,7 +102,7 @@ void ParseDevices(std::string_view text, const std::string& launcher_host, Diver
         ++divergence.devices_not_kept;
     }
     if (next == std::string_view::npos) return;
-    start = next + 2;
+    start = next + std::string_view(kFailureDeviceSeparator).size();
   }
 }
 
@@ -127,7 +127,7 @@ bool Divergence::SamePlace(const Divergence& other) const {
 }
 
 bool IsHardwareFaultExit(const ExitStatus& status) {
-  return status.exited() && (status.code() == 4 || status.code() == 5);
+  return status.exited() && (status.code() == kRankDivergedExit || status.code() == kShardAuditFailedExit);
 }
 
 bool MentionsHardwareFault(std::string_view line) {
@@ -146,17 +146,17 @@ std::optional<Divergence> ParseDivergenceLine(std::string_view line,
   divergence.line_read = true;
   std::string_view fields = line.substr(std::min(diverged, audit) + divergence.code.size() + 1);
   // device(s)= is last and its labels contain blanks: the other fields come before it.
-  size_t devices_at = FindKey(fields, "device(s)=");
+  size_t devices_at = FindKey(fields, kFailureDevicesKey);
   std::string_view head = fields.substr(0, devices_at);
-  if (auto step = Word(head, "step=")) {
+  if (auto step = Word(head, kFailureStepKey)) {
     Result<int64_t> value = ParseInteger(*step, 0, INT64_MAX);
     if (value.ok()) divergence.step = *value;
   }
-  std::optional<std::string_view> ranks = Word(head, "rank(s)=");
-  if (!ranks) ranks = Word(head, "ranks=");
+  std::optional<std::string_view> ranks = Word(head, kFailureRanksKey);
+  if (!ranks) ranks = Word(head, kFailureAuditRanksKey);
   if (ranks) divergence.ranks = ParseRanks(*ranks);
   if (devices_at != std::string_view::npos)
-    ParseDevices(fields.substr(devices_at + std::string_view("device(s)=").size()), launcher_host,
+    ParseDevices(fields.substr(devices_at + std::string_view(kFailureDevicesKey).size()), launcher_host,
                  divergence);
   return divergence;
 }
@@ -165,7 +165,7 @@ std::optional<Divergence> DivergenceOf(int failed_rank, const ExitStatus& status
                                        const std::vector<std::string>& lines,
                                        const std::string& launcher_host) {
   if (!IsHardwareFaultExit(status)) return std::nullopt;
-  std::string code = status.code() == 4 ? kRankDiverged : kShardAuditFailed;
+  std::string code = status.code() == kRankDivergedExit ? kRankDiverged : kShardAuditFailed;
   Divergence divergence;
   for (const std::string& line : lines) {
     std::optional<Divergence> parsed = ParseDivergenceLine(line, launcher_host);
@@ -194,7 +194,7 @@ std::string DivergencePlace(const Divergence& divergence) {
 std::string DescribeDivergence(const Divergence& divergence) {
   std::string place = DivergencePlace(divergence);
   if (!divergence.line_read) {
-    std::string exit_code = divergence.code == kRankDiverged ? "4" : "5";
+    std::string exit_code = std::to_string(divergence.code == kRankDiverged ? kRankDivergedExit : kShardAuditFailedExit);
     return place + " (exit code " + exit_code + "; no readable " + divergence.code + " line)";
   }
   if (!divergence.step) return place + " (" + divergence.code + "; step unreadable)";

@@ -1,17 +1,11 @@
-// defines: kRankDiverged, kShardAuditFailed, DeviceLabel, Divergence, IsHardwareFaultExit,
+// defines: DeviceLabel, Divergence, IsHardwareFaultExit,
 //          MentionsHardwareFault, ParseDivergenceLine, DivergenceOf, DivergencePlace,
 //          DescribeDivergence, DescribeDevices
 //
-// The line a rank prints when the hardware may be at fault, as the launcher
-// reads it. dmlp-train exits with code 4 and prints
-//   dmlp-train: error: RANK_DIVERGED: step=S rank(s)=R[,R...] digest=... majority=...
-//       device(s)=rank R: <label>[; rank R2: <label>]
-// or with code 5 and prints
-//   dmlp-train: error: SHARD_AUDIT_FAILED: step=S update=U shard=K ranks=A,B digests=...
-//       device(s)=rank A: <label>; rank B: <label>
-// (each on one line), where a label reads "host h1 NVIDIA L4 GPU-<uuid> PCI
-// 0000:3B:00.0" or "host h1 cpu Intel(R) Xeon(R) ...". The trainer owns that
-// format, so parsing is lenient: it anchors on the code and on `step=`,
+// The failure line a rank prints when the hardware may be at fault
+// (common/format/failure_line.h), as the launcher reads it. A label reads
+// "host h1 NVIDIA L4 GPU-<uuid> PCI 0000:3B:00.0" or "host h1 cpu Intel(R)
+// Xeon(R) ...". The trainer owns that format, so parsing is lenient: it anchors on the code and on `step=`,
 // `rank(s)=` / `ranks=`, `device(s)=`, and whatever does not parse is left
 // unknown. The exit code decides (IsHardwareFaultExit); the line only adds
 // the step, the ranks and the devices.
@@ -23,12 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/format/failure_line.h"
 #include "launch/exit_status.h"
 
 namespace dmlp {
-
-inline constexpr char kRankDiverged[] = "RANK_DIVERGED";           // dmlp-train exit code 4
-inline constexpr char kShardAuditFailed[] = "SHARD_AUDIT_FAILED";  // dmlp-train exit code 5
 
 /// One "rank R: <label>" item of device(s)=.
 struct DeviceLabel {

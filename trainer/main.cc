@@ -11,6 +11,7 @@
 
 #include "common/build_info.h"
 #include "common/env.h"
+#include "common/format/error_codes.h"
 #include "common/std_streams.h"
 #include "trainer/cuda/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
@@ -40,12 +41,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-    std::fprintf(stderr, "dmlp-train: error: USAGE: %s (see --help)\n", error.what());
-    return 2;
+    std::fprintf(stderr, "dmlp-train: error: %s: %s (see --help)\n", dmlp::kUsage, error.what());
+    return dmlp::ExitCodeFor(dmlp::Status::Error(dmlp::kUsage));
   }
   if (app.count("--config") > 0 && config_path.empty()) {
-    std::fprintf(stderr, "dmlp-train: error: CONFIG_INVALID: --config names no file\n");
-    return 2;
+    std::fprintf(stderr, "dmlp-train: error: %s: --config names no file\n", dmlp::kConfigInvalid);
+    return dmlp::ExitCodeFor(dmlp::Status::Error(dmlp::kConfigInvalid));
   }
 
   dmlp::Environment env = dmlp::Environment::FromProcess();
@@ -73,13 +74,13 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // The plan's memory check (trainer/memory_plan.h) leaves this to memory
     // that went elsewhere meanwhile: a clean error, not SIGABRT.
-    status = dmlp::Status::Error("OUT_OF_MEMORY", "an allocation failed; the plan's estimate "
+    status = dmlp::Status::Error(dmlp::kOutOfMemory, "an allocation failed; the plan's estimate "
                                                   "fitted, so memory ran out elsewhere");
   } catch (const std::exception& error) {
     // A last resort: failures are Status values (threads: common/thread_start.h),
     // but one that escapes as an exception still unwinds, so the destructors
     // clean up what a refused start created, instead of std::terminate's abort.
-    status = dmlp::Status::Error("INTERNAL", std::string("uncaught exception: ") + error.what());
+    status = dmlp::Status::Error(dmlp::kInternal, std::string("uncaught exception: ") + error.what());
   }
   if (status.ok()) return 0;
   if (!reported) report(status);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/format/error_codes.h"
 #include "trainer/backend.h"
 #include "trainer/cgroup_memory.h"
 
@@ -165,7 +166,7 @@ HostMemory HostMemoryAvailable() {
 
 Status CheckMemoryFits(uint64_t need, uint64_t available, bool device, const std::string& bound) {
   if (need <= available && need != kSaturated) return Status::Ok();
-  return Status::Error("PLAN_TOO_LARGE", "needs " + Bytes(need) + " bytes" +
+  return Status::Error(kPlanTooLarge, "needs " + Bytes(need) + " bytes" +
                                              (device ? " of GPU memory" : "") + ", " +
                                              Bytes(available) + " available" +
                                              (bound.empty() ? "" : " (" + bound + ")"));
@@ -189,7 +190,7 @@ Status CheckDeviceMemoryFits(uint64_t rank_need, const DeviceMemory& device) {
   // its neighbours allocate: together they must fit in it.
   const uint64_t need = Mul(rank_need, U(ranks));
   if (need <= device.free_bytes && need != kSaturated) return Status::Ok();
-  return Status::Error("PLAN_TOO_LARGE",
+  return Status::Error(kPlanTooLarge,
                        "needs " + Bytes(need) + " bytes of GPU memory (" + std::to_string(ranks) +
                            " ranks share GPU " + std::to_string(device.slot.ordinal) + ", " +
                            Bytes(rank_need) + " each), " + Bytes(device.free_bytes) + " available");

@@ -11,6 +11,7 @@
 #include "common/bit_settings.h"
 #include "common/file_util.h"
 #include "common/float_repr.h"
+#include "common/format/error_codes.h"
 #include "common/quote.h"
 #include "trainer/checks/job_identity.h"
 #include "trainer/math/data_definition.h"
@@ -26,7 +27,7 @@ constexpr const char* kPlanNames[] = {
     "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
     "DIVERGENCE_CHECK", "AUDIT_EVERY"};
 
-Status Invalid(const std::string& detail) { return Status::Error("ENV_INVALID", detail); }
+Status Invalid(const std::string& detail) { return Status::Error(kEnvInvalid, detail); }
 
 // An optional variable: absent gives the default; present must be valid (empty is ENV_EMPTY).
 // REQUIRES: fallback may be nullptr, meaning the variable is required.
@@ -155,7 +156,7 @@ Status CheckRawControlBytes(const std::string& path, const std::string& text) {
     if (byte == '\t' || byte == '\n' || byte == '\r' || (byte >= 0x20 && byte != 0x7f)) continue;
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", byte);
-    return Status::Error("CONFIG_INVALID", path + ": line " + std::to_string(line) + ", byte offset " +
+    return Status::Error(kConfigInvalid, path + ": line " + std::to_string(line) + ", byte offset " +
                                                std::to_string(offset) + ": the control byte " + hex +
                                                " (YAML allows only tab, LF and CR raw)");
   }
@@ -169,10 +170,10 @@ Status CheckRawControlBytes(const std::string& path, const std::string& text) {
 Status CheckConfigValue(const std::string& path, const std::string& key, const YAML::Node& value) {
   const std::string& tag = value.Tag();
   if (tag != "?" && tag != "!")
-    return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' has the tag " + QuoteValue(tag) +
+    return Status::Error(kConfigInvalid, path + ": value of '" + key + "' has the tag " + QuoteValue(tag) +
                                                "; write the plain value");
   if (HasControlCharacter(value.Scalar()))
-    return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' " + QuoteValue(value.Scalar()) +
+    return Status::Error(kConfigInvalid, path + ": value of '" + key + "' " + QuoteValue(value.Scalar()) +
                                                " holds a control character");
   return Status::Ok();
 }
@@ -241,21 +242,21 @@ Result<Environment> LoadConfigFile(const std::string& path) {
   // A read error (a directory, /proc/self/mem) is CONFIG_INVALID naming it,
   // never an exception out of the parser's stream.
   Result<std::string> text = ReadFileToString(path);
-  if (!text.ok() && text.status().code() == "NOT_FOUND")
-    return Status::Error("CONFIG_INVALID", path + ": cannot be read");
-  if (!text.ok()) return Status::Error("CONFIG_INVALID", path + ": cannot be read: " + text.status().detail());
+  if (!text.ok() && text.status().code() == kNotFound)
+    return Status::Error(kConfigInvalid, path + ": cannot be read");
+  if (!text.ok()) return Status::Error(kConfigInvalid, path + ": cannot be read: " + text.status().detail());
   DMLP_RETURN_IF_ERROR(CheckRawControlBytes(path, *text));
   YAML::Node root;
   try {
     root = LoadOneDocument(*text);
   } catch (const YAML::Exception& error) {
-    return Status::Error("CONFIG_INVALID", path + ": " + error.what());
+    return Status::Error(kConfigInvalid, path + ": " + error.what());
   }
   Environment config;
   if (root.IsNull()) return config;
-  if (!root.IsMap()) return Status::Error("CONFIG_INVALID", path + ": must be a mapping of keys");
+  if (!root.IsMap()) return Status::Error(kConfigInvalid, path + ": must be a mapping of keys");
   for (const auto& entry : root) {
-    if (!entry.first.IsScalar()) return Status::Error("CONFIG_INVALID", path + ": non-scalar key");
+    if (!entry.first.IsScalar()) return Status::Error(kConfigInvalid, path + ": non-scalar key");
     const std::string key = entry.first.Scalar();
     std::string name = key;
     bool lower_case = true;
@@ -266,10 +267,10 @@ Result<Environment> LoadConfigFile(const std::string& path) {
     bool known = std::any_of(std::begin(kPlanNames), std::end(kPlanNames),
                              [&](const char* candidate) { return name == candidate; });
     if (!known || !lower_case)
-      return Status::Error("CONFIG_INVALID", path + ": unknown key " + QuoteValue(key));
-    if (config.Get(name)) return Status::Error("CONFIG_INVALID", path + ": duplicate key '" + key + "'");
+      return Status::Error(kConfigInvalid, path + ": unknown key " + QuoteValue(key));
+    if (config.Get(name)) return Status::Error(kConfigInvalid, path + ": duplicate key '" + key + "'");
     if (!entry.second.IsScalar())
-      return Status::Error("CONFIG_INVALID", path + ": value of '" + key + "' must be a scalar");
+      return Status::Error(kConfigInvalid, path + ": value of '" + key + "' must be a scalar");
     DMLP_RETURN_IF_ERROR(CheckConfigValue(path, key, entry.second));
     config.SetFromFile(name, entry.second.Scalar(), path);
   }

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "common/format/error_codes.h"
 #include "common/out_dir.h"
 #include "trainer/math/init.h"
 #include "trainer/output/checkpoint.h"
@@ -30,12 +31,12 @@ Status CheckPriorCoversCheckpoint(const std::vector<Receipt>& prior, const Check
                                   int64_t rank) {
   if (choice.step == 0) return Status::Ok();
   if (static_cast<int64_t>(prior.size()) < choice.step)
-    return Status::Error("RESUME_RECEIPTS_INVALID",
+    return Status::Error(kResumeReceiptsInvalid,
                          "the checkpoint is at step " + std::to_string(choice.step) +
                              " but the earlier receipts of rank " + std::to_string(rank) +
                              " end at step " + std::to_string(prior.size()));
   if (prior[choice.step - 1].params_sha256 != choice.params_sha256)
-    return Status::Error("RESUME_RECEIPTS_INVALID",
+    return Status::Error(kResumeReceiptsInvalid,
                          "the receipt of step " + std::to_string(choice.step) +
                              " does not match its checkpoint's digest " + choice.params_sha256);
   return Status::Ok();
@@ -54,7 +55,7 @@ Status CheckpointAgrees(const CheckpointChoice& choice,
     if (static_cast<int64_t>(prior.size()) < choice.step && rank >= num_processes) continue;
     if (static_cast<int64_t>(prior.size()) >= choice.step &&
         prior[choice.step - 1].params_sha256 != choice.params_sha256)
-      return Status::Error("CHECKPOINT_DISAGREES",
+      return Status::Error(kCheckpointDisagrees,
                            choice.path + ": its digest " + choice.params_sha256 + " is not rank " +
                                std::to_string(rank) + "'s receipt of step " +
                                std::to_string(choice.step) + " (" +
@@ -69,7 +70,7 @@ Status CheckpointAgrees(const CheckpointChoice& choice,
 Result<CheckpointChoice> ValidateAndCommitResume(const Plan& plan, const StateLayout& layout,
                                                  const OutDir& out) {
   DMLP_ASSIGN_OR_RETURN(OutDir::Kind result, out.KindOf(kResultFile));
-  if (result != OutDir::Kind::kAbsent) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
+  if (result != OutDir::Kind::kAbsent) return Status::Error(kOutputAlreadyComplete, plan.out_dir);
   // Every distinct prior: each rank with a file (of the earlier attempts too,
   // whose receipts a checkpoint must agree with even where the new job has
   // fewer ranks), and one of the new job's ranks without one (metrics.jsonl
@@ -88,7 +89,7 @@ Result<CheckpointChoice> ValidateAndCommitResume(const Plan& plan, const StateLa
                           return CheckpointAgrees(candidate, priors, plan.num_processes);
                         }));
   if (choice.step > plan.steps)
-    return Status::Error("RESUME_INVALID", "the newest checkpoint is after step " +
+    return Status::Error(kResumeInvalid, "the newest checkpoint is after step " +
                                                std::to_string(choice.step) + ", past STEPS=" +
                                                std::to_string(plan.steps));
   // Every byte of the checkpoint is read and hashed once here, so a forged or
@@ -133,7 +134,7 @@ Result<CheckpointChoice> DecodeDecision(const std::string& decision) {
   if (fields.size() == 3 && fields[0] == "error") return Status::Error(fields[1], fields[2]);
   if (fields.size() != 4 || fields[0] != "ok" || fields[1].empty() ||
       fields[1].find_first_not_of("0123456789") != std::string::npos)
-    return Status::Error("PROTOCOL_ERROR", "bad start decision from rank 0");
+    return Status::Error(kProtocolError, "bad start decision from rank 0");
   return CheckpointChoice{std::stoll(fields[1]), fields[2], fields[3], {}};
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 
 Result<BitFlipForTests> BitFlipForTests::FromEnvironment(const Environment& env, size_t image_bytes) {
@@ -19,7 +21,7 @@ Result<BitFlipForTests> BitFlipForTests::FromEnvironment(const Environment& env,
     begin = end + 1;
   }
   const Status invalid = Status::Error(
-      "ENV_INVALID", "DMLP_TEST_FLIP_BIT='" + *text + "' must be UPDATE or UPDATE:BYTE:BIT (BYTE < " +
+      kEnvInvalid, "DMLP_TEST_FLIP_BIT='" + *text + "' must be UPDATE or UPDATE:BYTE:BIT (BYTE < " +
                          std::to_string(image_bytes) + ", BIT 0..7)");
   if (fields.size() != 1 && fields.size() != 3) return invalid;
   Result<int64_t> update = ParseInteger(fields[0], 1, INT64_MAX);
@@ -48,7 +50,7 @@ Status BitFlipForTests::AfterUpdate(Backend& backend, int64_t step, int64_t micr
                                     int64_t microbatches) const {
   if (!IsUpdate(update, step, microbatch, microbatches)) return Status::Ok();
   TestFaultTarget* target = backend.test_faults();
-  if (target == nullptr) return Status::Error("UNSUPPORTED", "this backend cannot flip a bit of its state");
+  if (target == nullptr) return Status::Error(kUnsupported, "this backend cannot flip a bit of its state");
   return target->FlipBitForTests(byte, bit);
 }
 
@@ -63,7 +65,7 @@ Status PartialFaultForTests::BeforeReduction(Backend& backend, int64_t step, int
                                              int64_t microbatches) const {
   if (!IsUpdate(update, step, microbatch, microbatches)) return Status::Ok();
   TestFaultTarget* target = backend.test_faults();
-  if (target == nullptr) return Status::Error("INTERNAL", "this backend has no shard audit");
+  if (target == nullptr) return Status::Error(kInternal, "this backend has no shard audit");
   return target->FlipPartialBitForTests(0);
 }
 

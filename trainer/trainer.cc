@@ -14,6 +14,9 @@
 #include "common/build_info.h"
 #include "common/env.h"
 #include "common/float_repr.h"
+#include "common/format/error_codes.h"
+#include "common/format/failure_line.h"
+#include "common/format/rank_env.h"
 #include "trainer/backend.h"
 #include "trainer/checks/divergence_check.h"
 #include "trainer/checks/rank_devices.h"
@@ -100,7 +103,7 @@ Status Train(const Plan& plan, int64_t first_step, Backend& backend, DigestPipel
     DMLP_ASSIGN_OR_RETURN(float loss, backend.LastLoss());
     if (!std::isfinite(loss)) {
       (void)digests.Drain();  // receipts of the steps before stay whole
-      return Status::Error("LOSS_NONFINITE",
+      return Status::Error(kLossNonfinite,
                            "step=" + std::to_string(step) + " loss=" + Float32Repr(loss));
     }
     DMLP_RETURN_IF_ERROR(digests.Submit(step, Float32Repr(loss)));
@@ -150,7 +153,7 @@ Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& 
   }
   DMLP_ASSIGN_OR_RETURN(std::string written, rendezvous.Get(key));
   if (written != hash)
-    return Status::Error("CHECKPOINT_MISMATCH", "step " + std::to_string(step) + ": rank " +
+    return Status::Error(kCheckpointMismatch, "step " + std::to_string(step) + ": rank " +
                                                     std::to_string(plan.process_id) + " holds " +
                                                     hash + ", the checkpoint " + written);
   return Status::Ok();
@@ -166,12 +169,12 @@ Status MaybeCheckpoint(const Plan& plan, const StateLayout& layout, Rendezvous& 
 // behind it is reported as it is, that much later.
 Status BlamePeerLoss(Status status, const PeerLoss& loss, std::chrono::milliseconds heartbeat) {
   if (status.ok()) return status;
-  static constexpr std::string_view kWaitFailures[] = {"COLLECTIVE_ERROR", "NCCL_ERROR", "PEER_LOST",
-                                                       "RENDEZVOUS_TIMEOUT", "RENDEZVOUS_CLOSED",
-                                                       "PROTOCOL_ERROR"};
+  static constexpr std::string_view kWaitFailures[] = {kCollectiveError, kNcclError, kPeerLost,
+                                                       kRendezvousTimeout, kRendezvousClosed,
+                                                       kProtocolError};
   for (std::string_view code : kWaitFailures) {
     if (status.code() != code) continue;
-    const bool broken_collective = code == "COLLECTIVE_ERROR" || code == "NCCL_ERROR";
+    const bool broken_collective = code == kCollectiveError || code == kNcclError;
     const bool lost = loss.lost() ||
                       (broken_collective && loss.WaitUntilLost(2 * PeerMonitor::PingInterval(heartbeat)));
     return lost ? loss.failure() : status;
@@ -233,7 +236,7 @@ Status RunJoined(JoinedRank joined) {
   Backend* backend = backend_owner.get();
   DMLP_RETURN_IF_ERROR(backend->LoadState(start.image.data()));
   // Where this rank runs, once its device is known (trainer/output/rank_env.h).
-  DMLP_RETURN_IF_ERROR(output.BeginEnvironment(start.done_steps > 0 ? "resume" : "start", [backend] {
+  DMLP_RETURN_IF_ERROR(output.BeginEnvironment(start.done_steps > 0 ? kEnvEventResume : kEnvEventStart, [backend] {
     return RankStack{DeviceDocument(backend->Device()), backend->Fingerprint()};
   }));
   // Once per job, and only once the job has started (rendezvous and backend),
@@ -298,9 +301,9 @@ Status RunJoined(JoinedRank joined) {
 
 int ExitCodeFor(const Status& status) {
   const std::string& code = status.code();
-  if (code.rfind("ENV_", 0) == 0 || code == "CONFIG_INVALID") return 2;
-  if (code == "RANK_DIVERGED") return 4;
-  if (code == "SHARD_AUDIT_FAILED") return 5;
+  if (code.rfind("ENV_", 0) == 0 || code == kConfigInvalid || code == kUsage) return 2;
+  if (code == kRankDiverged) return kRankDivergedExit;
+  if (code == kShardAuditFailed) return kShardAuditFailedExit;
   return 1;
 }
 

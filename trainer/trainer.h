@@ -23,9 +23,9 @@ using FailureReporter = std::function<void(const Status&)>;
 Status RunTrainer(const Plan& plan, const FailureReporter& report_failure);
 
 /// dmlp-train's exit code for the error that ended it: 2 configuration or
-/// usage (ENV_*, CONFIG_INVALID), 4 RANK_DIVERGED (a launcher may react to it
-/// alone), 5 SHARD_AUDIT_FAILED (trainer/checks/shard_audit.h), 1 any other failure
-/// (PEER_LOST included). Also the code of a rank its monitor ends a heartbeat
+/// usage (ENV_*, CONFIG_INVALID, USAGE), 4 RANK_DIVERGED (a launcher may react
+/// to it alone), 5 SHARD_AUDIT_FAILED (common/format/failure_line.h), 1 any
+/// other failure (PEER_LOST included); common/format/error_codes.cc's rows agree. Also the code of a rank its monitor ends a heartbeat
 /// after a loss (trainer/rendezvous/last_resort.h).
 int ExitCodeFor(const Status& status);
 

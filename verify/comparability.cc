@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/bit_settings.h"
+#include "common/format/result_json.h"
 
 namespace dmlp::verify {
 namespace {
@@ -133,10 +134,10 @@ Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::
   // A GPU's description (PCI bus id, ordinal, memory), which older builds
   // wrote into the fingerprint, decides no bit under any reduction.
   ignored.insert(ignored.end(), std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
-  CompareSection("plan", golden->plan, run->plan, ignored, result.reasons);
-  CompareSection("model", golden->model, run->model, ignored, result.reasons);
-  CompareSection("build", golden->build, run->build, ignored, result.reasons);
-  CompareSection("fingerprint", golden->fingerprint, run->fingerprint, ignored, result.reasons);
+  CompareSection(kResultPlan, golden->plan, run->plan, ignored, result.reasons);
+  CompareSection(kResultModel, golden->model, run->model, ignored, result.reasons);
+  CompareSection(kResultBuild, golden->build, run->build, ignored, result.reasons);
+  CompareSection(kResultFingerprint, golden->fingerprint, run->fingerprint, ignored, result.reasons);
   if (!result.reasons.empty()) {
     result.kind = Comparability::Kind::kNotComparable;
     return result;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
 #include "common/receipt_reader.h"
 
 namespace dmlp::verify {
@@ -25,7 +26,7 @@ Status LineReader::Fill() {
   for (;;) {
     ssize_t got = ::read(fd_.get(), buffer_.data() + end_, buffer_.size() - end_);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoError("IO_ERROR", "read " + display_name_);
+    if (got < 0) return ErrnoError(kIoError, "read " + display_name_);
     if (got == 0) eof_ = true;
     end_ += static_cast<size_t>(got);
     bytes_read_ += static_cast<uint64_t>(got);

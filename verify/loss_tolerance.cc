@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 
+#include "common/format/error_codes.h"
 #include "common/number_grammar.h"
 #include "verify/receipt_set.h"
 
@@ -72,17 +73,17 @@ Result<double> ParseTolerance(std::string_view text) {
   const std::string expected = " (give a relative difference, a finite decimal number >= 0 such as 1e-4)";
   // The number grammar of every setting and flag (common/number_grammar.h).
   if (!IsDecimalNumber(text))
-    return Status::Error("USAGE_ERROR", "--tolerance '" + shown + "' is not a decimal number" + expected);
+    return Status::Error(kUsageError, "--tolerance '" + shown + "' is not a decimal number" + expected);
   if (text.front() == '-') {
     // "-0" (also "-0.0", "-0e5") is zero, not a negative difference. Told by
     // its digits, not by strtod, which also rounds "-1e-400" to zero.
     const std::string_view digits = text.substr(1, text.find_first_of("eE") - 1);
     if (digits.find_first_not_of("0.") == std::string_view::npos) return 0.0;
-    return Status::Error("USAGE_ERROR", "--tolerance " + shown + ": a relative difference cannot be negative" + expected);
+    return Status::Error(kUsageError, "--tolerance " + shown + ": a relative difference cannot be negative" + expected);
   }
   const double value = std::strtod(shown.c_str(), nullptr);
   if (!std::isfinite(value))
-    return Status::Error("USAGE_ERROR", "--tolerance " + shown + " is not finite" + expected);
+    return Status::Error(kUsageError, "--tolerance " + shown + " is not finite" + expected);
   return value;
 }
 

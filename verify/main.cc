@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
 #include "common/std_streams.h"
 #include "verify/html_report.h"
 #include "verify/options.h"
@@ -40,7 +41,7 @@ dmlp::Status Emit(std::FILE* stream, std::string_view text) {
   const int error = errno != 0 ? errno : EIO;
   std::clearerr(stream);
   if (error == EPIPE) return dmlp::Status::Ok();
-  return dmlp::ErrnoError("IO_ERROR", stream == stdout ? "write stdout" : "write stderr", error);
+  return dmlp::ErrnoError(dmlp::kIoError, stream == stdout ? "write stdout" : "write stderr", error);
 }
 
 // Under --html-optional: says why the page is not there, on stderr.
@@ -75,12 +76,12 @@ int main(int argc, char** argv) {
   const bool json_to_stdout = command.json_path && *command.json_path == "-";
   std::FILE* human = json_to_stdout ? stderr : stdout;
 
-  dmlp::Result<Report> report = dmlp::Status::Error("INTERNAL", "not run");
+  dmlp::Result<Report> report = dmlp::Status::Error(dmlp::kInternal, "not run");
   try {
     report = Verify(command.verify);
   } catch (const std::bad_alloc&) {
     // Memory is bounded by design (streamed receipts); this is trouble, not a verdict.
-    report = dmlp::Status::Error("OUT_OF_MEMORY", "an allocation failed");
+    report = dmlp::Status::Error(dmlp::kOutOfMemory, "an allocation failed");
   }
   int exit_code = 2;
   nlohmann::json document;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/build_info.h"
+#include "common/format/error_codes.h"
 #include "verify/html_report.h"
 #include "verify/loss_tolerance.h"
 #include "verify/report_file.h"
@@ -121,7 +122,7 @@ Status CheckReportPlacement(const CommandLine& command) {
   // the other checks would then call a report of the wrong kind.
   if (command.html_path && command.json_path && *command.json_path != "-" &&
       NameTheSameFile(*command.json_path, *command.html_path))
-    return Status::Error("USAGE_ERROR", "--json=" + *command.json_path + " and --html=" + *command.html_path +
+    return Status::Error(kUsageError, "--json=" + *command.json_path + " and --html=" + *command.html_path +
                                             " name the same file; give each report its own");
   if (command.json_path && *command.json_path != "-")
     DMLP_RETURN_IF_ERROR(CheckReportTarget("--json=", *command.json_path, RunDirs(command), IsJsonReport));

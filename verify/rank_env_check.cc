@@ -5,6 +5,8 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/format/rank_env.h"
+#include "common/strict_json.h"
 
 namespace dmlp::verify {
 namespace {
@@ -22,9 +24,9 @@ void Flatten(const json& doc, const std::string& prefix, std::map<std::string, s
 // The whole recorded stack of a line, for "what changed" between two lines of one rank.
 std::map<std::string, std::string> FullStack(const EnvRecord& record) {
   std::map<std::string, std::string> fields;
-  Flatten(record.device, "device", fields);
-  Flatten(record.stack, "stack", fields);
-  Flatten(record.build, "build", fields);
+  Flatten(record.device, kEnvDevice, fields);
+  Flatten(record.stack, kEnvStack, fields);
+  Flatten(record.build, kEnvBuild, fields);
   return fields;
 }
 
@@ -47,28 +49,32 @@ std::string Changes(const std::map<std::string, std::string>& before,
 
 // Why `text` is not a valid record of `rank`'s file, or "".
 std::string Parse(const std::string& text, int64_t rank, EnvRecord& record) {
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return "not one JSON object";
-  for (const char* key : {"event", "time", "host", "boot_id"})
+  // Strict: a key given twice is a damaged line, not its last value.
+  StrictJsonParse parse = ParseStrictJson(text);
+  if (!parse.ok() && parse.problem.starts_with("duplicate key")) return parse.problem;
+  const json& doc = parse.value;
+  if (!parse.ok() || !doc.is_object()) return "not one JSON object";
+  for (const char* key : {kEnvEvent, kEnvTime, kEnvHost, kEnvBootId})
     if (!doc.contains(key) || !doc[key].is_string()) return std::string(key) + " is missing or not a string";
-  for (const char* key : {"rank", "after_step"})
+  for (const char* key : {kEnvRank, kEnvAfterStep})
     if (!doc.contains(key) || !doc[key].is_number_integer()) return std::string(key) + " is missing or not an integer";
-  for (const char* key : {"device", "stack", "build"})
+  for (const char* key : {kEnvDevice, kEnvStack, kEnvBuild})
     if (!doc.contains(key) || !doc[key].is_object()) return std::string(key) + " is missing or not an object";
-  if (doc["rank"].get<int64_t>() != rank) return "rank " + doc["rank"].dump() + " in the file of rank " + std::to_string(rank);
-  record.event = doc["event"].get<std::string>();
-  if (record.event != "start" && record.event != "resume" && record.event != "restored")
-    return "event is not start, resume or restored";
-  if (doc.contains("why") && !doc["why"].is_string()) return "why is not a string";
-  record.after_step = doc["after_step"].get<int64_t>();
-  if (record.after_step < 0) return "after_step is negative";
-  record.time = doc["time"].get<std::string>();
-  record.host = doc["host"].get<std::string>();
-  record.boot_id = doc["boot_id"].get<std::string>();
-  record.why = doc.value("why", "");
-  record.device = doc["device"];
-  record.stack = doc["stack"];
-  record.build = doc["build"];
+  if (doc[kEnvRank].get<int64_t>() != rank)
+    return std::string(kEnvRank) + " " + doc[kEnvRank].dump() + " in the file of rank " + std::to_string(rank);
+  record.event = doc[kEnvEvent].get<std::string>();
+  if (record.event != kEnvEventStart && record.event != kEnvEventResume && record.event != kEnvEventRestored)
+    return std::string(kEnvEvent) + " is not " + kEnvEventStart + ", " + kEnvEventResume + " or " + kEnvEventRestored;
+  if (doc.contains(kEnvWhy) && !doc[kEnvWhy].is_string()) return std::string(kEnvWhy) + " is not a string";
+  record.after_step = doc[kEnvAfterStep].get<int64_t>();
+  if (record.after_step < 0) return std::string(kEnvAfterStep) + " is negative";
+  record.time = doc[kEnvTime].get<std::string>();
+  record.host = doc[kEnvHost].get<std::string>();
+  record.boot_id = doc[kEnvBootId].get<std::string>();
+  record.why = doc.value(kEnvWhy, "");
+  record.device = doc[kEnvDevice];
+  record.stack = doc[kEnvStack];
+  record.build = doc[kEnvBuild];
   return "";
 }
 
@@ -128,7 +134,7 @@ void CheckMixedDevices(const RunDir& dir, const std::vector<RankEnvironment>& en
   for (const RankEnvironment& env : envs) {
     if (env.records.empty()) continue;
     const json& device = env.records.back().device;
-    ranks_by_device[device.value("kind", "") + " " + device.value("name", "")].push_back(env.rank);
+    ranks_by_device[device.value(kEnvDeviceKind, "") + " " + device.value(kEnvDeviceName, "")].push_back(env.rank);
   }
   if (ranks_by_device.size() < 2) return;
   std::string text;
@@ -160,10 +166,10 @@ std::string DescribeEnvironment(const RankEnvironment& env) {
   auto text = [&last](const char* key) {
     return last.device.contains(key) && last.device[key].is_string() ? last.device[key].get<std::string>() : "";
   };
-  std::string line = "host " + last.host + ", " + text("kind") + " " + text("name");
-  if (!text("uuid").empty()) line += " " + text("uuid");
-  if (!text("pci_bus_id").empty()) line += " (" + text("pci_bus_id") + ")";
-  if (!text("driver").empty()) line += ", driver " + text("driver");
+  std::string line = "host " + last.host + ", " + text(kEnvDeviceKind) + " " + text(kEnvDeviceName);
+  if (!text(kEnvDeviceUuid).empty()) line += " " + text(kEnvDeviceUuid);
+  if (!text(kEnvDevicePciBusId).empty()) line += " (" + text(kEnvDevicePciBusId) + ")";
+  if (!text(kEnvDeviceDriver).empty()) line += ", driver " + text(kEnvDeviceDriver);
   const size_t count = env.records.size();
   line += "; " + std::to_string(count) + (count == 1 ? " (re)start: " : " (re)starts: ");
   constexpr size_t kListed = 4;  // the first and the last few
@@ -174,7 +180,7 @@ std::string DescribeEnvironment(const RankEnvironment& env) {
     }
     const EnvRecord& record = env.records[i];
     line += (i == 0 ? "" : ", ") + record.event;
-    if (record.event != "start") line += " after step " + std::to_string(record.after_step);
+    if (record.event != kEnvEventStart) line += " after step " + std::to_string(record.after_step);
     if (!record.why.empty()) line += " (" + record.why + ")";
   }
   if (env.damaged_lines > 0) line += "; " + std::to_string(env.damaged_lines) + " damaged line(s)";
@@ -202,10 +208,10 @@ nlohmann::json EnvironmentsToJson(const std::vector<RankEnvironment>& envs) {
 
 std::map<std::string, std::string> StackSignature(const EnvRecord& record) {
   std::map<std::string, std::string> fields;
-  for (const char* key : {"kind", "name", "driver"})
-    fields[std::string("device.") + key] = record.device.contains(key) ? record.device[key].dump() : "(absent)";
+  for (const char* key : {kEnvDeviceKind, kEnvDeviceName, kEnvDeviceDriver})
+    fields[std::string(kEnvDevice) + "." + key] = record.device.contains(key) ? record.device[key].dump() : "(absent)";
   Flatten(record.stack, "fingerprint", fields);
-  Flatten(record.build, "build", fields);
+  Flatten(record.build, kEnvBuild, fields);
   for (const char* ignored : {"fingerprint.blas.threads", "fingerprint.blas.isa", "fingerprint.collectives",
                               "fingerprint.transport", "build.image_id"})
     fields.erase(ignored);

@@ -4,6 +4,8 @@
 #include <limits>
 #include <map>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp::verify {
 namespace {
 
@@ -244,7 +246,7 @@ Result<std::unique_ptr<ReceiptStream>> OpenReceiptStream(const RunDir& dir, cons
                                                          std::optional<int64_t> rank, FindingSink* sink) {
   DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(name));
   if (file.kind != FileKind::kRegular)
-    return Status::Error("NOT_FOUND", dir.Display(name) + " is not a readable regular file");
+    return Status::Error(kNotFound, dir.Display(name) + " is not a readable regular file");
   return std::make_unique<ReceiptStream>(LineReader(std::move(file.fd), dir.Display(name)), name, rank,
                                          dir.Display(name), sink);
 }

@@ -9,6 +9,7 @@
 
 #include "common/errno_error.h"
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "verify/same_file.h"
 
 namespace dmlp::verify {
@@ -54,7 +55,7 @@ std::optional<size_t> EnclosingRun(const std::string& directory, const std::vect
 /// Whether the regular file at `path` is a report dmlp-verify wrote.
 Result<bool> HoldsOwnReport(const std::string& path, const ReportMarker& is_own_report) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("IO_ERROR", "open " + path);
+  if (fd < 0) return ErrnoError(kIoError, "open " + path);
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size > kMaxReportBytes) {
     ::close(fd);
@@ -78,19 +79,19 @@ Status CheckReportTarget(const std::string& option, const std::string& path,
     names.push_back(run);
   }
   if (std::optional<size_t> run = EnclosingRun(ParentOf(path), runs))
-    return Status::Error("USAGE_ERROR", option + path + " is inside the run directory " + names[*run] +
+    return Status::Error(kUsageError, option + path + " is inside the run directory " + names[*run] +
                                             ", which dmlp-verify never writes");
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) return Status::Ok();
-    return ErrnoError("IO_ERROR", "stat " + path);
+    return ErrnoError(kIoError, "stat " + path);
   }
   if (!S_ISREG(info.st_mode))
-    return Status::Error("USAGE_ERROR", option + path + " is " + KindOf(info.st_mode) +
+    return Status::Error(kUsageError, option + path + " is " + KindOf(info.st_mode) +
                                             ", not a report dmlp-verify wrote; it is never replaced");
   DMLP_ASSIGN_OR_RETURN(bool own, HoldsOwnReport(path, is_own_report));
   if (!own)
-    return Status::Error("USAGE_ERROR", option + path +
+    return Status::Error(kUsageError, option + path +
                                             " exists and is not a report dmlp-verify wrote; it is never replaced");
   return Status::Ok();
 }
@@ -103,7 +104,7 @@ Status WriteReportFile(const std::string& path, std::string_view contents) {
   options.before_rename = [&path] {
     struct stat info {};
     if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-      return Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
+      return Status::Error(kIoError, path + " became " + KindOf(info.st_mode) + "; it is not replaced");
     return Status::Ok();
   };
   return WriteFileAtomically(path, {contents}, options);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format/result_json.h"
 #include "common/sha256.h"
 #include "common/strict_json.h"
 
@@ -60,55 +61,58 @@ void Flatten(const json& value, const std::string& key, std::vector<std::pair<st
 
 std::string ReadDoc(const json& root, ResultDoc& doc) {
   if (!root.is_object()) return "not a JSON object";
-  const bool has_jax = root.contains("jax_version"), has_dmlp = root.contains("dmlp_version");
-  if (has_jax == has_dmlp) return "needs exactly one of \"jax_version\" and \"dmlp_version\"";
+  const bool has_jax = root.contains(kResultJaxVersion), has_dmlp = root.contains(kResultDmlpVersion);
+  if (has_jax == has_dmlp)
+    return std::string("needs exactly one of \"") + kResultJaxVersion + "\" and \"" + kResultDmlpVersion + "\"";
   doc.format = has_dmlp ? ResultDoc::Format::kDmlp : ResultDoc::Format::kReference;
-  std::string problem = GetString(root, has_dmlp ? "dmlp_version" : "jax_version", doc.version);
-  auto complete = root.find("complete");
-  if (problem.empty() && complete == root.end()) problem = Missing("complete");
-  if (problem.empty() && !complete->is_boolean()) problem = "\"complete\" must be true or false";
+  std::string problem = GetString(root, has_dmlp ? kResultDmlpVersion : kResultJaxVersion, doc.version);
+  auto complete = root.find(kResultComplete);
+  if (problem.empty() && complete == root.end()) problem = Missing(kResultComplete);
+  if (problem.empty() && !complete->is_boolean())
+    problem = std::string("\"") + kResultComplete + "\" must be true or false";
   if (problem.empty()) doc.complete = complete->get<bool>();
   for (const std::string& next :
-       {problem, GetInt(root, "steps", 0, doc.steps), GetString(root, "final_loss", doc.final_loss),
-        GetHash(root, "params_sha256", doc.params_sha256),
-        GetHash(root, "final_params_sha256", doc.final_params_sha256),
-        GetHash(root, "final_opt_state_sha256", doc.final_opt_state_sha256),
-        GetInt(root, "processes", 1, doc.processes)}) {
+       {problem, GetInt(root, kResultSteps, 0, doc.steps), GetString(root, kResultFinalLoss, doc.final_loss),
+        GetHash(root, kResultParamsSha256, doc.params_sha256),
+        GetHash(root, kResultFinalParamsSha256, doc.final_params_sha256),
+        GetHash(root, kResultFinalOptStateSha256, doc.final_opt_state_sha256),
+        GetInt(root, kResultProcesses, 1, doc.processes)}) {
     if (!next.empty()) return next;
   }
-  for (auto [name, kind] : {std::pair{"dataset", json::value_t::string}, {"optimizer", json::value_t::string},
-                            {"digest_policy", json::value_t::string}, {"digest_cost", json::value_t::string},
-                            {"model", json::value_t::object}, {"plan", json::value_t::object},
-                            {"rank_files", json::value_t::array},
-                            {"updates_per_metric_step", json::value_t::number_integer},
-                            {"heartbeat_timeout_seconds", json::value_t::number_integer}}) {
+  for (auto [name, kind] : {std::pair<const char*, json::value_t>{kResultDataset, json::value_t::string},
+                            {kResultOptimizer, json::value_t::string},
+                            {kResultDigestPolicy, json::value_t::string}, {kResultDigestCost, json::value_t::string},
+                            {kResultModel, json::value_t::object}, {kResultPlan, json::value_t::object},
+                            {kResultRankFiles, json::value_t::array},
+                            {kResultUpdatesPerMetricStep, json::value_t::number_integer},
+                            {kResultHeartbeatTimeoutSeconds, json::value_t::number_integer}}) {
     if (std::string next = RequireKind(root, name, kind); !next.empty()) return next;
   }
-  for (const json& name : root.at("rank_files")) {
-    if (!name.is_string()) return "\"rank_files\" must hold strings";
+  for (const json& name : root.at(kResultRankFiles)) {
+    if (!name.is_string()) return std::string("\"") + kResultRankFiles + "\" must hold strings";
     doc.rank_files.push_back(name.get<std::string>());
   }
-  if (std::string next = GetInt(root.at("plan"), "steps", 0, doc.plan_steps); !next.empty())
+  if (std::string next = GetInt(root.at(kResultPlan), kPlanSteps, 0, doc.plan_steps); !next.empty())
     return "plan: " + next;
-  const json& model = root.at("model");
-  if (model.contains("processes")) {
+  const json& model = root.at(kResultModel);
+  if (model.contains(kModelProcesses)) {
     int64_t processes = 0;
-    if (std::string next = GetInt(model, "processes", 1, processes); !next.empty()) return "model: " + next;
+    if (std::string next = GetInt(model, kModelProcesses, 1, processes); !next.empty()) return "model: " + next;
     doc.model_processes = processes;
   }
-  if (has_dmlp || root.contains("state_file")) {
+  if (has_dmlp || root.contains(kResultStateFile)) {
     std::string state_file;
-    if (std::string next = GetString(root, "state_file", state_file); !next.empty()) return next;
+    if (std::string next = GetString(root, kResultStateFile, state_file); !next.empty()) return next;
     doc.state_file = state_file;
   }
-  doc.plan = root.at("plan");
+  doc.plan = root.at(kResultPlan);
   doc.model = model;
-  if (auto build = root.find("build"); build != root.end() && build->is_object()) doc.build = *build;
+  if (auto build = root.find(kResultBuild); build != root.end() && build->is_object()) doc.build = *build;
   if (has_dmlp) {
-    if (std::string next = RequireKind(root, "fingerprint", json::value_t::object); !next.empty()) return next;
-    doc.fingerprint = root.at("fingerprint");
+    if (std::string next = RequireKind(root, kResultFingerprint, json::value_t::object); !next.empty()) return next;
+    doc.fingerprint = root.at(kResultFingerprint);
   }
-  for (const char* name : {"plan", "model", "fingerprint", "build"})
+  for (const char* name : {kResultPlan, kResultModel, kResultFingerprint, kResultBuild})
     if (root.contains(name)) Flatten(root.at(name), name, doc.settings);
   return {};
 }

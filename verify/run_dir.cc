@@ -10,6 +10,9 @@
 
 #include "common/errno_error.h"
 #include "common/flock_holder.h"
+#include "common/format/error_codes.h"
+#include "common/format/rank_env.h"
+#include "common/format/result_json.h"
 
 namespace dmlp::verify {
 namespace {
@@ -17,7 +20,7 @@ namespace {
 // The names whose creation, renaming or removal can change a verdict (a live
 // job's checkpoints come and go without changing one).
 bool IsWatchedName(const std::string& name) {
-  return name.starts_with("rank-") || name == "metrics.jsonl" || name == "result.json" ||
+  return name.starts_with("rank-") || name == "metrics.jsonl" || name == kResultFile ||
          name == "result.json.tmp" || name == "dmlp.lock";
 }
 
@@ -44,9 +47,9 @@ int UniqueFd::release() {
 Result<RunDir> RunDir::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    if (errno == ENOTDIR) return Status::Error("NOT_A_DIRECTORY", path);
-    return ErrnoError("IO_ERROR", "open " + path);
+    if (errno == ENOENT) return Status::Error(kNotFound, path);
+    if (errno == ENOTDIR) return Status::Error(kNotADirectory, path);
+    return ErrnoError(kIoError, "open " + path);
   }
   RunDir dir;
   dir.path_ = path;
@@ -65,7 +68,7 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
   // lstat first so a FIFO or device is never opened (opening a FIFO blocks).
   if (::fstatat(fd_.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return file;
-    return ErrnoError("IO_ERROR", "stat " + Display(name));
+    return ErrnoError(kIoError, "stat " + Display(name));
   }
   if (!S_ISREG(info.st_mode)) {
     file.kind = FileKind::kNotRegular;
@@ -78,11 +81,11 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
       file.kind = FileKind::kNotRegular;
       return file;
     }
-    return ErrnoError("IO_ERROR", "open " + Display(name));
+    return ErrnoError(kIoError, "open " + Display(name));
   }
   file.fd = UniqueFd(fd);
   // Re-check through the descriptor: the name may have changed since fstatat.
-  if (::fstat(fd, &info) != 0) return ErrnoError("IO_ERROR", "stat " + Display(name));
+  if (::fstat(fd, &info) != 0) return ErrnoError(kIoError, "stat " + Display(name));
   file.kind = S_ISREG(info.st_mode) ? FileKind::kRegular : FileKind::kNotRegular;
   if (file.kind != FileKind::kRegular) file.fd = UniqueFd();
   return file;
@@ -90,11 +93,11 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
 
 Result<DirListing> RunDir::List() const {
   int fd = ::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("IO_ERROR", "open " + path_);
+  if (fd < 0) return ErrnoError(kIoError, "open " + path_);
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     ::close(fd);
-    return ErrnoError("IO_ERROR", "list " + path_);
+    return ErrnoError(kIoError, "list " + path_);
   }
   DirListing listing;
   errno = 0;
@@ -103,7 +106,7 @@ Result<DirListing> RunDir::List() const {
     if (IsWatchedName(name) && listing.entries.size() < 2 * kMaxRankFiles + 8)
       listing.entries[name] = entry->d_ino;
     if (!name.starts_with("rank-") || !name.ends_with(".jsonl")) continue;
-    if (name.ends_with(".env.jsonl")) {  // where a rank ran, not its receipts
+    if (name.ends_with(kEnvFileSuffix)) {  // where a rank ran, not its receipts
       const int64_t env_rank = RankOfEnvFileName(name);
       if (env_rank >= 0 && listing.env_files.size() < kMaxRankFiles) listing.env_files[env_rank] = name;
       errno = 0;
@@ -121,7 +124,7 @@ Result<DirListing> RunDir::List() const {
   ::closedir(dir);
   if (error != 0) {
     errno = error;
-    return ErrnoError("IO_ERROR", "list " + path_);
+    return ErrnoError(kIoError, "list " + path_);
   }
   return listing;
 }
@@ -149,7 +152,7 @@ int64_t RankOfFileName(const std::string& name) {
 }
 
 int64_t RankOfEnvFileName(const std::string& name) {
-  constexpr std::string_view kSuffix = ".env.jsonl";
+  constexpr std::string_view kSuffix = kEnvFileSuffix;
   if (!name.ends_with(kSuffix)) return -1;
   return RankOfFileName(name.substr(0, name.size() - kSuffix.size()) + ".jsonl");
 }

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "common/format/error_codes.h"
+#include "common/format/result_json.h"
 #include "common/state_file.h"
 
 namespace dmlp::verify {
@@ -31,7 +33,7 @@ Status NamedAs(const Status& status, const std::string& opened, const std::strin
 
 Result<StateCheck> CheckStateFile(const RunDir& dir, const ResultDoc& doc,
                                   const std::optional<Receipt>& last_record, FindingSink& sink) {
-  const std::string result = dir.Display("result.json");
+  const std::string result = dir.Display(kResultFile);
   if (!doc.state_file) {
     sink.Add(Finding::Of("state.absent", result,
                          "no state_file: final_params_sha256 and final_opt_state_sha256 not recomputed"));
@@ -57,7 +59,7 @@ Result<StateCheck> CheckStateFile(const RunDir& dir, const ResultDoc& doc,
   Result<StateDigests> digests = DigestStateFile(opened);
   if (!digests.ok()) {
     const Status named = NamedAs(digests.status(), opened, display);
-    if (named.code() == "IO_ERROR") return named;
+    if (named.code() == kIoError) return named;
     sink.Add(Finding::Of("state.invalid", display, named.ToString()));
     return StateCheck("invalid");
   }

@@ -9,6 +9,8 @@
 #include <functional>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
+#include "common/format/result_json.h"
 #include "common/receipt_reader.h"
 
 #include "verify/compare.h"
@@ -32,7 +34,7 @@ Result<std::string> ReadBounded(int fd, size_t limit, const std::string& display
   while (text.size() <= limit) {
     ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoError("IO_ERROR", "read " + display);
+    if (got < 0) return ErrnoError(kIoError, "read " + display);
     if (got == 0) break;
     text.append(buffer, static_cast<size_t>(got));
   }
@@ -41,8 +43,8 @@ Result<std::string> ReadBounded(int fd, size_t limit, const std::string& display
 
 // result.json (and its temporary); the parsed document when valid.
 Result<std::optional<ResultDoc>> ReadResult(const RunDir& dir, RunReport& report, FindingSink& sink) {
-  const std::string result = dir.Display("result.json");
-  DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile("result.json"));
+  const std::string result = dir.Display(kResultFile);
+  DMLP_ASSIGN_OR_RETURN(RunFile file, dir.OpenFile(kResultFile));
   DMLP_ASSIGN_OR_RETURN(RunFile temporary, dir.OpenFile("result.json.tmp"));
   const bool has_temporary = temporary.kind != FileKind::kAbsent;
   if (file.kind == FileKind::kAbsent) {
@@ -198,7 +200,7 @@ Result<RunReport> VerifyPass(const RunDir& dir, const DirListing& listing, Findi
     sink.Add(Finding::Of("metrics.missing", dir.Display("metrics.jsonl"), "rank 0 wrote no metrics.jsonl"));
   if (doc) {
     report.settings = doc->settings;
-    CheckResultDoc(*doc, report.receipts, dir.Display("result.json"), sink);
+    CheckResultDoc(*doc, report.receipts, dir.Display(kResultFile), sink);
     DMLP_ASSIGN_OR_RETURN(report.state_status, CheckStateFile(dir, *doc, report.receipts.LastRecord(), sink));
   }
   report.finished = doc && doc->complete && sink.incompletes() == incompletes_before;
@@ -323,7 +325,7 @@ Result<Report> Verify(const VerifyOptions& options) {
   // One directory twice matches trivially: a comparison that proves nothing
   // is refused, not reported as a PASS.
   if (options.against && NameTheSameFile(options.run_dir, *options.against))
-    return Status::Error("USAGE_ERROR", "RUN_DIR " + options.run_dir + " and --against " + *options.against +
+    return Status::Error(kUsageError, "RUN_DIR " + options.run_dir + " and --against " + *options.against +
                                             " are the same directory; compare two runs");
   Report report;
   report.options = options;

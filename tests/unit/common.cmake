@@ -1,6 +1,7 @@
 add_executable(common_test
   ${CMAKE_CURRENT_LIST_DIR}/env_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/errno_error_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/error_codes_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/float_repr_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/number_grammar_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/out_dir_test.cc
@@ -14,5 +15,6 @@ add_executable(common_test
   ${CMAKE_CURRENT_LIST_DIR}/bit_settings_test.cc
 )
 target_link_libraries(common_test PRIVATE dmlp_common GTest::gtest_main)
-target_compile_definitions(common_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
+target_compile_definitions(common_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}"
+  DMLP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gtest_discover_tests(common_test DISCOVERY_TIMEOUT 60)

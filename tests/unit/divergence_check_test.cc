@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "common/env.h"
+#include "common/format/error_codes.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
 #include "trainer/test_faults.h"
+#include "trainer/trainer.h"
 
 namespace dmlp {
 namespace {
@@ -62,6 +64,15 @@ TEST(BitFlipForTestsTest, ReadsUpdateAndOptionallyByteAndBit) {
     env.Set("DMLP_TEST_FLIP_BIT", bad);
     EXPECT_EQ(BitFlipForTests::FromEnvironment(env, 100).status().code(), "ENV_INVALID") << bad;
   }
+}
+
+// docs/troubleshooting.md's table says what a rank ends with on each code it raises.
+TEST(TrainerExitCodeTest, ExitCodesAreTheCataloguesForTheTrainersCodes) {
+  for (const ErrorCodeRow& row : ErrorCodes()) {
+    if (!row.programs.starts_with("dmlp-train")) continue;
+    EXPECT_EQ(ExitCodeFor(Status::Error(std::string(row.code))), row.exit_code) << row.code;
+  }
+  EXPECT_EQ(ExitCodeFor(Status::Error("NOT_A_CODE_OF_DMLP")), 1);
 }
 
 // A backend that computes nothing; `target` (may be null) takes the test faults.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/build_info.h"
+#include "common/format/error_codes.h"
 #include "launch/launch_errors.h"
 #include "launch/options.h"
 
@@ -228,6 +229,14 @@ TEST(LaunchErrors, ExitCodes) {
   EXPECT_EQ(ExitCodeForError(Status::Error(kSpawnFailed, "x")), 125);
   EXPECT_EQ(ExitCodeForError(Status::Error(kInternal, "x")), 125);
   EXPECT_EQ(ExitCodeForError(Status::Error(kParentGone, "x")), 125);
+}
+
+// docs/troubleshooting.md's table says what the launcher's own codes end with.
+TEST(LaunchErrors, ExitCodesAreTheCataloguesForTheLaunchersOwnCodes) {
+  for (const ErrorCodeRow& row : ErrorCodes()) {
+    if (!row.programs.starts_with("dmlp-launch")) continue;
+    EXPECT_EQ(ExitCodeForError(Status::Error(std::string(row.code))), row.exit_code) << row.code;
+  }
 }
 
 }  // namespace

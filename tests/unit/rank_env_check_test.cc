@@ -123,6 +123,21 @@ TEST(VerifyEnvTest, DamagedLinesAreWarningsAndSkipped) {
   EXPECT_EQ(DescribeEnvironment(report.run.environments[1]), "no valid line (1 damaged)");
 }
 
+// A forged first "rank" must not hide behind a valid second one: the line is damaged.
+TEST(VerifyEnvTest, ALineWithADuplicateKeyIsDamaged) {
+  TempDir dir;
+  testing::WriteReferenceRun(dir, 1, 3);
+  std::string forged = Line(0, "start", 0).dump();
+  forged.insert(1, "\"rank\":7,");  // {"rank":7,"after_step":0,...,"rank":0,...}
+  dir.Write("rank-0.env.jsonl", forged + "\n" + Line(0, "start", 0).dump() + "\n");
+  Report report = MustVerify(dir.path());
+  EXPECT_EQ(Messages(report, "env.damaged"),
+            (std::vector<std::string>{"duplicate key \"rank\" (line skipped)"}));
+  ASSERT_EQ(report.run.environments.size(), 1u);
+  EXPECT_EQ(report.run.environments[0].records.size(), 1u);
+  EXPECT_EQ(report.run.environments[0].damaged_lines, 1u);
+}
+
 TEST(VerifyEnvTest, RanksOnDifferentDevicesAreInformational) {
   TempDir dir;
   testing::WriteReferenceRun(dir, 3, 2);

@@ -14,7 +14,9 @@
 #include <memory>
 
 #include "common/file_util.h"
+#include "common/format/result_json.h"
 #include "common/state_file.h"
+#include "trainer/math/data_definition.h"
 #include "trainer/output/output_lock.h"
 #include "trainer/start.h"
 
@@ -134,9 +136,23 @@ TEST_F(RunOutputTest, CompleteWritesStateFileThenResult) {
   EXPECT_EQ(result["complete"], true);
   EXPECT_EQ(result["confirmed_replays"], nlohmann::json({3, 0}));
   EXPECT_EQ(result["state_file"], "state.safetensors");
+  EXPECT_EQ(result["dataset"],
+            "deterministic globally indexed jax.random threefry draws (features: normal; labels: randint), "
+            "data definition jax-0.10.2-threefry/flax-0.12.5-lecun");
   Result<StateDigests> from_file = DigestStateFile((directory_ / "state.safetensors").string());
   ASSERT_TRUE(from_file.ok());
   EXPECT_EQ(from_file->state, digests.state);
+}
+
+// result.json's "dataset" names the generator and the definition the samples
+// come from (trainer/math/sample_math.h): a definition drawn otherwise must
+// change the text too.
+TEST(ResultDatasetTest, SaysWhatTheDataDefinitionDraws) {
+  const std::string_view definition = kDataDefinitionId;
+  EXPECT_TRUE(definition.starts_with("jax-")) << "the text says jax.random: " << definition;
+  EXPECT_NE(definition.find(kDatasetGenerator), std::string_view::npos)
+      << "the text says " << kDatasetGenerator << ", the data definition is " << definition;
+  EXPECT_TRUE(DatasetText(definition).ends_with("data definition " + std::string(definition)));
 }
 
 // In a forked child: every descriptor the limit allows taken but `free`. The child's

@@ -2,6 +2,9 @@
 
 #include <map>
 
+#include "common/format/error_codes.h"
+#include "common/format/failure_line.h"
+
 
 namespace dmlp {
 namespace {
@@ -30,10 +33,12 @@ std::optional<std::string> DescribeDivergence(int64_t step, const std::vector<st
   std::string odd_digests, devices;
   for (size_t rank : odd) {
     odd_digests += (odd_digests.empty() ? "" : ",") + digests[rank];
-    devices += (devices.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + ": " + labels[rank]);
+    devices += (devices.empty() ? "" : kFailureDeviceSeparator) +
+               (kFailureDeviceRank + std::to_string(rank) + ": " + labels[rank]);
   }
-  return "step=" + std::to_string(step) + " rank(s)=" + JoinRanks(odd) + " digest=" + odd_digests +
-         " majority=" + majority.value_or("none") + " device(s)=" + devices;
+  return kFailureStepKey + std::to_string(step) + " " + kFailureRanksKey + JoinRanks(odd) + " " +
+         kFailureDigestKey + odd_digests + " " + kFailureMajorityKey + majority.value_or(kFailureNoMajority) +
+         " " + kFailureDevicesKey + devices;
 }
 
 DivergenceCheck DivergenceCheck::Start(const Plan& plan, const std::vector<RankDevice>& devices,
@@ -52,16 +57,16 @@ Status DivergenceCheck::Check(int64_t step, const std::string& digest) {
   DMLP_ASSIGN_OR_RETURN(std::vector<std::string> digests,
                         rendezvous_->AllGather("step-digest/" + std::to_string(step), digest));
   std::optional<std::string> divergence = DescribeDivergence(step, digests, labels_);
-  if (divergence) return Status::Error("RANK_DIVERGED", *divergence);
+  if (divergence) return Status::Error(kRankDiverged, *divergence);
   return Status::Ok();
 }
 
 Status PreferDivergence(Status status, DigestPipeline& digests) {
-  if (status.ok() || status.code() == "RANK_DIVERGED") return status;
+  if (status.ok() || status.code() == kRankDiverged) return status;
   // The sink has the verdict of every step it took: a peer that stopped for a
   // divergence breaks this rank's collectives, which is not the news.
   Status drained = digests.Drain();
-  return drained.code() == "RANK_DIVERGED" ? drained : status;
+  return drained.code() == kRankDiverged ? drained : status;
 }
 
 }  // namespace dmlp

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "common/format/error_codes.h"
 #include "common/sha256.h"
 
 namespace dmlp {
@@ -9,10 +10,10 @@ namespace {
 
 Status CheckPrintable(const std::string& name, const std::string& value) {
   if (value.size() > kMaxJobIdBytes) {
-    return Status::Error("ENV_INVALID", name + " is longer than " + std::to_string(kMaxJobIdBytes) + " bytes");
+    return Status::Error(kEnvInvalid, name + " is longer than " + std::to_string(kMaxJobIdBytes) + " bytes");
   }
   for (char c : value) {
-    if (c < 0x21 || c > 0x7e) return Status::Error("ENV_INVALID", name + " must be printable ASCII without spaces");
+    if (c < 0x21 || c > 0x7e) return Status::Error(kEnvInvalid, name + " must be printable ASCII without spaces");
   }
   return Status::Ok();
 }

@@ -5,6 +5,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "common/format/error_codes.h"
+#include "common/format/failure_line.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
 
@@ -27,7 +29,7 @@ std::string HostName() {
 }
 
 std::string DeviceLabel(const std::string& host, const DeviceIdentity& device) {
-  std::string label = "host " + host + " ";
+  std::string label = kFailureDeviceHost + host + " ";
   if (device.kind == "cpu") {
     label += "cpu " + device.name;
   } else {
@@ -51,7 +53,7 @@ Result<std::vector<RankDevice>> GatherRankDevices(Rendezvous& rendezvous, const 
   for (size_t rank = 0; rank < values.size(); ++rank) {
     const size_t newline = values[rank].find('\n');
     if (newline == std::string::npos)
-      return Status::Error("PROTOCOL_ERROR", "rank " + std::to_string(rank) + " published no device");
+      return Status::Error(kProtocolError, "rank " + std::to_string(rank) + " published no device");
     devices.push_back({values[rank].substr(0, newline), values[rank].substr(newline + 1)});
   }
   return devices;
@@ -59,7 +61,7 @@ Result<std::vector<RankDevice>> GatherRankDevices(Rendezvous& rendezvous, const 
 
 
 std::string HostOf(const RankDevice& device) {
-  static constexpr std::string_view kPrefix = "host ";  // DeviceLabel's form
+  static constexpr std::string_view kPrefix = kFailureDeviceHost;  // DeviceLabel's form
   if (device.label.compare(0, kPrefix.size(), kPrefix) != 0) return {};
   const size_t end = device.label.find(' ', kPrefix.size());
   return device.label.substr(kPrefix.size(), end == std::string::npos ? end : end - kPrefix.size());
@@ -68,7 +70,7 @@ std::string HostOf(const RankDevice& device) {
 Status NameLostPeerHost(Status status, const std::vector<RankDevice>& devices) {
   static constexpr std::string_view kRank = "rank ";  // rendezvous.h: "PEER_LOST: rank R: why"
   const std::string& detail = status.detail();
-  if (status.code() != "PEER_LOST" || detail.compare(0, kRank.size(), kRank) != 0) return status;
+  if (status.code() != kPeerLost || detail.compare(0, kRank.size(), kRank) != 0) return status;
   const size_t colon = detail.find(':');
   if (colon == std::string::npos) return status;
   const std::string number = detail.substr(kRank.size(), colon - kRank.size());
@@ -81,7 +83,7 @@ Status NameLostPeerHost(Status status, const std::vector<RankDevice>& devices) {
   for (size_t rank = 0; rank < devices.size(); ++rank) {
     if (HostOf(devices[rank]) == host) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
   }
-  return Status::Error("PEER_LOST", detail.substr(0, colon) + " (host " + host + ", ranks " + ranks + ")" +
+  return Status::Error(kPeerLost, detail.substr(0, colon) + " (host " + host + ", ranks " + ranks + ")" +
                                         detail.substr(colon));
 }
 

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/format/error_codes.h"
+#include "common/format/failure_line.h"
 #include "common/sha256.h"
 #include "common/thread_start.h"
 #include "trainer/rendezvous/rendezvous.h"
@@ -33,11 +35,12 @@ Status ShardAuditFailure(const AuditAssignment& assignment, const std::string& o
   const std::string owner = std::to_string(assignment.owner);
   const std::string auditor = std::to_string(assignment.auditor);
   return Status::Error(kShardAuditFailed,
-                       "step=" + std::to_string(assignment.step) + " update=" +
-                           std::to_string(assignment.update) + " shard=" +
-                           std::to_string(assignment.shard) + " ranks=" + owner + "," + auditor +
-                           " digests=" + owner_digest + "," + auditor_digest + " device(s)=rank " +
-                           owner + ": " + owner_label + "; rank " + auditor + ": " + auditor_label);
+                       kFailureStepKey + std::to_string(assignment.step) + " " + kFailureUpdateKey +
+                           std::to_string(assignment.update) + " " + kFailureShardKey +
+                           std::to_string(assignment.shard) + " " + kFailureAuditRanksKey + owner + "," +
+                           auditor + " " + kFailureDigestsKey + owner_digest + "," + auditor_digest + " " +
+                           kFailureDevicesKey + kFailureDeviceRank + owner + ": " + owner_label +
+                           kFailureDeviceSeparator + kFailureDeviceRank + auditor + ": " + auditor_label);
 }
 
 std::string UnauditedPairs(const std::vector<std::string>& device_names) {
@@ -93,7 +96,7 @@ Status ShardAudit::BeginHash(const AuditAssignment& assignment, int64_t microbat
   const bool owner = plan_.process_id == assignment.owner;
   if (!owner && plan_.process_id != assignment.auditor) return Status::Ok();  // gives "" to the gather
   AuditedPartials* partials = backend_.audited_partials();
-  if (partials == nullptr) return Status::Error("INTERNAL", "this backend has no shard audit");
+  if (partials == nullptr) return Status::Error(kInternal, "this backend has no shard audit");
   DMLP_ASSIGN_OR_RETURN(PartialCopy copy,
                         owner ? partials->CopyPartial(assignment.shard - plan_.first_shard())
                               : partials->CopyAuditShard(assignment.step, microbatch, assignment.shard));

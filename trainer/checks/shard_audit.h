@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "common/format/error_codes.h"
 #include "common/status.h"
 #include "trainer/backend.h"
 #include "trainer/checks/rank_devices.h"
@@ -40,8 +41,6 @@
 namespace dmlp {
 
 class Rendezvous;
-
-inline constexpr const char* kShardAuditFailed = "SHARD_AUDIT_FAILED";
 
 /// What the schedule says about one update.
 struct AuditAssignment {

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "common/env.h"
+#include "common/format/error_codes.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/adam_cpu.h"
 #include "trainer/cpu/checksummed_passes.h"
@@ -183,13 +184,13 @@ class CpuBackend final : public Backend, public AuditedPartials, public TestFaul
   // The next update overwrites the partials, so the audit's copy is taken now;
   // a recomputed shard is computed straight into the audit buffer.
   Result<PartialCopy> CopyPartial(int64_t local_shard) override {
-    if (audit_partial_.empty()) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+    if (audit_partial_.empty()) return Status::Error(kInternal, "no audit buffer: the plan does not audit");
     std::copy_n(Partial(local_shard), audit_partial_.size(), audit_partial_.data());
     return AuditCopy();
   }
 
   Result<PartialCopy> CopyAuditShard(int64_t step, int64_t microbatch, int64_t shard) override {
-    if (audit_partial_.empty()) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+    if (audit_partial_.empty()) return Status::Error(kInternal, "no audit buffer: the plan does not audit");
     ComputeShard(step, microbatch, shard, audit_partial_.data());
     return AuditCopy();
   }

@@ -25,6 +25,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "trainer/cpu/gloo_store.h"
 
 namespace dmlp {
@@ -107,7 +108,7 @@ GlooCollectives::~GlooCollectives() {
 }
 
 Status GlooCollectives::Error(const char* op, const std::string& what) const {
-  return Status::Error("COLLECTIVE_ERROR", std::string(op) + ": " + what + " (rank " + std::to_string(rank_) + ")");
+  return Status::Error(kCollectiveError, std::string(op) + ": " + what + " (rank " + std::to_string(rank_) + ")");
 }
 
 std::string GlooCollectives::Description() const {
@@ -120,7 +121,7 @@ Result<std::unique_ptr<GlooCollectives>> GlooCollectives::Connect(Rendezvous& re
   const int rank = rendezvous.rank();
   const int world_size = rendezvous.world_size();
   auto fail = [rank](const std::string& what) {
-    return Status::Error("COLLECTIVE_ERROR", "connect: " + what + " (rank " + std::to_string(rank) + ")");
+    return Status::Error(kCollectiveError, "connect: " + what + " (rank " + std::to_string(rank) + ")");
   };
   if (rendezvous.local_address().empty()) return fail("no local address from the rendezvous");
   IgnoreSigpipe();
@@ -167,7 +168,7 @@ Result<std::unique_ptr<GlooCollectives>> GlooCollectives::Connect(Rendezvous& re
     // (a socket per peer, its listener, its epoll) cannot be opened now, that
     // was the cause, and it is the user's limit to raise.
     if (const int error = DescriptorHeadroomError(world_size + 2); IsDescriptorShortage(error)) {
-      return Status::Error("RESOURCE_EXHAUSTED", "connect: " + DescribeDescriptorShortage(error) +
+      return Status::Error(kResourceExhausted, "connect: " + DescribeDescriptorShortage(error) +
                                                      "; Gloo says: " + e.what() + " (rank " +
                                                      std::to_string(rank) + ")");
     }

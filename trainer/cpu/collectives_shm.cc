@@ -20,6 +20,7 @@
 
 #include "common/errno_error.h"
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "trainer/cpu/collectives_gloo.h"
 #include "trainer/cpu/slice_checksum.h"
 #include "trainer/rendezvous/rendezvous.h"
@@ -71,7 +72,7 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 }
 
 Status ConnectError(int rank, const std::string& what) {
-  return Status::Error("COLLECTIVE_ERROR", "connect: " + what + " (rank " + std::to_string(rank) + ")");
+  return Status::Error(kCollectiveError, "connect: " + what + " (rank " + std::to_string(rank) + ")");
 }
 
 // Waits until process `pid` has exited, at most `bound`. Nothing to wait for
@@ -128,30 +129,30 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
   fixed_bytes_ = header_bytes_ + PageRound(area_floats * sizeof(float));
   if (rank_ == 0) {
     fd_ = static_cast<int>(syscall(SYS_memfd_create, "dmlp-collectives", MFD_CLOEXEC));
-    if (fd_ < 0) return ErrnoError("COLLECTIVE_ERROR", "memfd_create");
+    if (fd_ < 0) return ErrnoError(kCollectiveError, "memfd_create");
     DMLP_RETURN_IF_ERROR(Resize(capacity));
   } else {
     const std::string path = "/proc/" + std::to_string(owner_pid) + "/fd/" + std::to_string(owner_fd);
     fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd_ < 0) return ErrnoError("COLLECTIVE_ERROR", "open " + path);
+    if (fd_ < 0) return ErrnoError(kCollectiveError, "open " + path);
   }
   // The header and the reduction area: mapped once, so Partials() and
   // Reduced() stay put when the outboxes grow.
   void* fixed = mmap(nullptr, fixed_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (fixed == MAP_FAILED) return ErrnoError("COLLECTIVE_ERROR", "mmap");
+  if (fixed == MAP_FAILED) return ErrnoError(kCollectiveError, "mmap");
   base_ = static_cast<uint8_t*>(fixed);
   DMLP_RETURN_IF_ERROR(MapOutboxes(capacity));
   // The pages now, so that a machine without the memory says so here, not
   // with SIGBUS in the middle of a step (a memfd's pages are allocated on use).
   const size_t total = fixed_bytes_ + OutboxesBytes(capacity);
   if (rank_ == 0 && fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0 && errno != EOPNOTSUPP)
-    return ErrnoError("COLLECTIVE_ERROR", "fallocate of " + std::to_string(total) + " bytes of shared memory");
+    return ErrnoError(kCollectiveError, "fallocate of " + std::to_string(total) + " bytes of shared memory");
   auto* header = reinterpret_cast<Header*>(base_);
   if (rank_ == 0) {
     header->world_size = static_cast<uint32_t>(world_size_);
     header->magic = kMagic;
   } else if (header->magic != kMagic || header->world_size != static_cast<uint32_t>(world_size_)) {
-    return Status::Error("COLLECTIVE_ERROR", "the segment opened is not this job's");
+    return Status::Error(kCollectiveError, "the segment opened is not this job's");
   }
   return Status::Ok();
 }
@@ -160,11 +161,11 @@ Status SharedMemoryCollectives::Resize(size_t capacity) {
   const size_t bytes = fixed_bytes_ + OutboxesBytes(capacity);
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && bytes > limit.rlim_cur) {
-    return Status::Error("COLLECTIVE_ERROR", "the shared segment's " + std::to_string(bytes) +
+    return Status::Error(kCollectiveError, "the shared segment's " + std::to_string(bytes) +
                                                  " bytes exceed RLIMIT_FSIZE (ulimit -f) of " +
                                                  std::to_string(limit.rlim_cur) + " bytes");
   }
-  if (ftruncate(fd_, static_cast<off_t>(bytes)) != 0) return ErrnoError("COLLECTIVE_ERROR", "ftruncate");
+  if (ftruncate(fd_, static_cast<off_t>(bytes)) != 0) return ErrnoError(kCollectiveError, "ftruncate");
   return Status::Ok();
 }
 
@@ -173,7 +174,7 @@ Status SharedMemoryCollectives::MapOutboxes(size_t capacity) {
   uint8_t* mapped = nullptr;
   if (bytes > 0) {
     void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(fixed_bytes_));
-    if (at == MAP_FAILED) return ErrnoError("COLLECTIVE_ERROR", "mmap");
+    if (at == MAP_FAILED) return ErrnoError(kCollectiveError, "mmap");
     mapped = static_cast<uint8_t*>(at);
   }
   if (outboxes_ != nullptr) munmap(outboxes_, OutboxesBytes(capacity_));
@@ -214,7 +215,7 @@ std::atomic<uint64_t>& SharedMemoryCollectives::OutboxChecksum(int rank, uint32_
 }
 
 Status SharedMemoryCollectives::Fail(const char* op, const std::string& what) {
-  broken_ = Status::Error("COLLECTIVE_ERROR", std::string(op) + ": " + what + " (rank " +
+  broken_ = Status::Error(kCollectiveError, std::string(op) + ": " + what + " (rank " +
                                                   std::to_string(rank_) + ")");
   return broken_;
 }
@@ -360,7 +361,7 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous& rendezvou
     if (where.empty()) {
       // Rank 0 could not make one: its own outcome says why; this rank failed nothing.
     } else if (std::sscanf(where.c_str(), "%d %d", &pid, &fd) != 2) {
-      attached = Status::Error("COLLECTIVE_ERROR", "rank 0's segment is not named as \"pid fd\": " + where);
+      attached = Status::Error(kCollectiveError, "rank 0's segment is not named as \"pid fd\": " + where);
     } else {
       attached = shm->Attach(pid, fd, sizes);
     }

@@ -23,6 +23,7 @@
 #include "trainer/cpu/gemm_cpu.h"
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
 #include "trainer/cpu/ordered_sgemm.h"
 
 #include <dlfcn.h>
@@ -77,7 +78,7 @@ State& GlobalState() {
   return state;
 }
 
-Status InitFailed(const std::string& detail) { return Status::Error("GEMM_INIT_FAILED", detail); }
+Status InitFailed(const std::string& detail) { return Status::Error(kGemmInitFailed, detail); }
 
 // The sub-configuration dmlp pins for this CPU. BLIS's own choice depends on a
 // table of CPU models (on this Xeon it guesses "haswell": "number of FMA units
@@ -105,7 +106,7 @@ Result<std::string> BlisFile() {
 #endif
   char resolved[PATH_MAX];
   if (realpath(wanted.c_str(), resolved) == nullptr) {
-    return ErrnoError("GEMM_INIT_FAILED", "BLIS not found at " + wanted);
+    return ErrnoError(kGemmInitFailed, "BLIS not found at " + wanted);
   }
   return std::string(resolved);
 }
@@ -254,12 +255,12 @@ Result<CpuGemm> ParseCpuGemm(const std::string& text) {
     if (text != kCpuGemmChoices[i]) continue;
     const CpuGemm choice = static_cast<CpuGemm>(i);
     if (choice != CpuGemm::kAuto && choice != CpuGemm::kBlis && !GemmIsaSupported(IsaOf(choice)))
-      return Status::Error("ENV_INVALID", "DMLP_CPU_GEMM=" + text + ": this CPU cannot run the " + text +
+      return Status::Error(kEnvInvalid, "DMLP_CPU_GEMM=" + text + ": this CPU cannot run the " + text +
                                               " kernel (" + (choice == CpuGemm::kAvx512 ? "AVX-512F" : "AVX2 and FMA") +
                                               " missing); auto picks the fastest it can");
     return choice;
   }
-  return Status::Error("ENV_INVALID", "DMLP_CPU_GEMM='" + text + "' must be " + allowed);
+  return Status::Error(kEnvInvalid, "DMLP_CPU_GEMM='" + text + "' must be " + allowed);
 }
 
 std::string CpuGemmOrder(CpuGemm choice) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "common/format/error_codes.h"
 #include "trainer/cpu/cpu_clones.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
@@ -37,11 +38,11 @@ constexpr size_t kColumnGrain = 64;
 }  // namespace
 
 Result<CpuMlp> CpuMlp::Create(const StateLayout& layout, int64_t shard_size) {
-  if (shard_size < 1) return Status::Error("MODEL_INVALID", "shard size must be >= 1");
+  if (shard_size < 1) return Status::Error(kModelInvalid, "shard size must be >= 1");
   const ModelShape& shape = layout.shape();
   for (int64_t dim : {shard_size, shape.features, shape.width, shape.classes}) {
     if (dim > INT_MAX)
-      return Status::Error("MODEL_INVALID", "GEMM dimension " + std::to_string(dim) +
+      return Status::Error(kModelInvalid, "GEMM dimension " + std::to_string(dim) +
                                                 " exceeds INT32_MAX");
   }
   return CpuMlp(layout, shard_size);

@@ -1,4 +1,5 @@
 #include "trainer/cuda/adam_update.h"
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 
@@ -23,7 +24,7 @@ __global__ void adam_update_kernel(AdamScalars scalars, const float* grad, float
 Status AdamUpdateOnDevice(const AdamScalars& scalars, const float* grad, float* params, float* mu,
                           float* nu, size_t count, int32_t* count_slot, int32_t next_count,
                           cudaStream_t stream) {
-  if (count < 1) return Status::Error("INTERNAL", "AdamUpdateOnDevice: empty state");
+  if (count < 1) return Status::Error(kInternal, "AdamUpdateOnDevice: empty state");
   adam_update_kernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(
       scalars, grad, params, mu, nu, count, count_slot, next_count);
   CUDA_CHECK(cudaGetLastError());

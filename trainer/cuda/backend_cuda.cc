@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "common/format/error_codes.h"
 #include "trainer/backend.h"
 #include "trainer/cuda/adam_update.h"
 #include "trainer/cuda/cuda_check.h"
@@ -255,7 +256,7 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
 
   Result<float> LastLoss() override {
     DMLP_RETURN_IF_ERROR(broken_);
-    if (updates_ == 0) return Status::Error("INTERNAL", "LastLoss before any update");
+    if (updates_ == 0) return Status::Error(kInternal, "LastLoss before any update");
     DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
       DMLP_RETURN_IF_ERROR(cuda::WaitForEvent(loss_ready_.get(), Peers()));
       return profile_.Harvest();
@@ -267,7 +268,7 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
 
   Status FlipBitForTests(size_t byte, int bit) override {
     DMLP_RETURN_IF_ERROR(broken_);
-    if (byte >= layout_.image_bytes()) return Status::Error("INVALID_ARGUMENT", "flip past the state image");
+    if (byte >= layout_.image_bytes()) return Status::Error(kInvalidArgument, "flip past the state image");
     // On the compute stream, so it lands after every update issued so far and
     // before the next one and the next snapshot (which waits on this stream).
     return Guard([&]() -> Status {
@@ -383,7 +384,7 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
     const size_t bytes = reduction_.padded_length() * sizeof(float);
     DMLP_RETURN_IF_ERROR(Guard([&]() -> Status {
       if (audit_host_ == nullptr || audit_partial_.get() == nullptr)
-        return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
+        return Status::Error(kInternal, "no audit buffer: the plan does not audit");
       DMLP_RETURN_IF_ERROR(produce());
       CUDA_CHECK(cudaMemcpyAsync(audit_host_.get(), partial, bytes, cudaMemcpyDeviceToHost, stream_.get()));
       CUDA_CHECK(cudaEventRecord(audit_copied_.get(), stream_.get()));

@@ -1,4 +1,5 @@
 #include "trainer/cuda/bias_grad.h"
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/math/device_macros.h"
@@ -70,7 +71,7 @@ size_t BiasGradientScratchFloats(int64_t rows, int64_t cols) {
 
 Status BiasGradient(const float* delta, int64_t rows, int64_t cols, float* scratch, float* out,
                     cudaStream_t stream) {
-  if (rows < 1 || cols < 1) return Status::Error("INTERNAL", "BiasGradient: empty shape");
+  if (rows < 1 || cols < 1) return Status::Error(kInternal, "BiasGradient: empty shape");
   const int64_t chunks = ChunkCount(rows);
   const dim3 grid(GridBlocks(static_cast<uint64_t>(cols), kColumnsPerBlock),
                   GridBlocks(static_cast<uint64_t>(chunks), 1));

@@ -1,4 +1,5 @@
 #include "trainer/cuda/bias_relu.h"
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/math/device_macros.h"
@@ -33,7 +34,7 @@ __global__ void relu_backward_kernel(float* delta, const float* activation, int6
 
 Status BiasReluForward(float* y, const float* bias, int64_t rows, int64_t cols, bool relu,
                        cudaStream_t stream) {
-  if (rows < 1 || cols < 1) return Status::Error("INTERNAL", "BiasReluForward: empty shape");
+  if (rows < 1 || cols < 1) return Status::Error(kInternal, "BiasReluForward: empty shape");
   const dim3 grid(GridBlocks(static_cast<uint64_t>(cols)),
                   GridBlocks(static_cast<uint64_t>(rows), 1));
   bias_relu_forward_kernel<<<grid, kThreadsPerBlock, 0, stream>>>(y, bias, rows, cols, relu);
@@ -42,7 +43,7 @@ Status BiasReluForward(float* y, const float* bias, int64_t rows, int64_t cols, 
 }
 
 Status ReluBackward(float* delta, const float* activation, int64_t count, cudaStream_t stream) {
-  if (count < 1) return Status::Error("INTERNAL", "ReluBackward: empty shape");
+  if (count < 1) return Status::Error(kInternal, "ReluBackward: empty shape");
   relu_backward_kernel<<<GridBlocks(static_cast<uint64_t>(count)), kThreadsPerBlock, 0, stream>>>(
       delta, activation, count);
   CUDA_CHECK(cudaGetLastError());

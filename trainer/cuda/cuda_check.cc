@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp::cuda {
 namespace {
 
@@ -50,7 +52,7 @@ std::string ErrorLocation(const char* file, int line) {
 }
 
 Status CudaErrorStatus(cudaError_t error, const char* call, const char* file, int line) {
-  return Status::Error("CUDA_ERROR", std::string(call) + ": " + cudaGetErrorString(error) + " (" +
+  return Status::Error(kCudaError, std::string(call) + ": " + cudaGetErrorString(error) + " (" +
                                          cudaGetErrorName(error) + ")" + ErrorLocation(file, line));
 }
 

@@ -1,3 +1,4 @@
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/data_gen.h"
 #include "trainer/cuda/launch_util.h"
@@ -37,7 +38,7 @@ Status GenerateSamplesOnDevice(const SampleSpec& spec, int64_t step, int64_t mic
                                int64_t begin, int64_t end, float* inputs, int32_t* labels,
                                cudaStream_t stream) {
   if (spec.features < 1 || spec.classes < 1 || begin < 0 || end <= begin)
-    return Status::Error("INTERNAL", "GenerateSamplesOnDevice: bad range");
+    return Status::Error(kInternal, "GenerateSamplesOnDevice: bad range");
   const JaxKey update_key = UpdateKey(DataKey(spec.seed), static_cast<uint32_t>(step),
                                       static_cast<uint32_t>(microbatch));
   const int64_t rows = end - begin;

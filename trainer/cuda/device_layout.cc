@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp {
 std::string VisibleDevicesSetting() {
   const char* value = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -20,7 +22,7 @@ Result<DeviceSlot> DeviceSlotFor(const Plan& plan, int visible_count) {
   if (ordinal < 0 || ordinal >= count) {
     // With COLLECTIVES=gloo every LOCAL_RANK >= 0 has a device: the advice
     // only goes to a user who has not set it.
-    return Status::Error("DEVICE_LAYOUT_INVALID",
+    return Status::Error(kDeviceLayoutInvalid,
                          "LOCAL_RANK " + std::to_string(plan.local_rank) + " needs visible GPU " +
                              std::to_string(plan.local_rank) + " but " + std::to_string(count) +
                              " GPU(s) are visible (CUDA_VISIBLE_DEVICES " +

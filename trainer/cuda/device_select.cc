@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/device_layout.h"
 
@@ -15,12 +16,12 @@ Result<int> VisibleDeviceCount() {
     // broken install...: the runtime's own words say which. Clear the error so
     // a caller that goes on (a test that skips) is not poisoned by it.
     (void)cudaGetLastError();
-    return Status::Error("CUDA_UNAVAILABLE", std::string("cudaGetDeviceCount: ") +
+    return Status::Error(kCudaUnavailable, std::string("cudaGetDeviceCount: ") +
                                                  cudaGetErrorString(error) + " (" +
                                                  cudaGetErrorName(error) + ")");
   }
   if (count == 0) {
-    return Status::Error("CUDA_UNAVAILABLE", "no CUDA device visible (CUDA_VISIBLE_DEVICES " +
+    return Status::Error(kCudaUnavailable, "no CUDA device visible (CUDA_VISIBLE_DEVICES " +
                                                  VisibleDevicesSetting() + ")");
   }
   return count;

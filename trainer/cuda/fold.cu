@@ -1,3 +1,4 @@
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/fold.h"
 #include "trainer/cuda/launch_util.h"
@@ -25,7 +26,7 @@ __global__ void fold_shards_kernel(const float* partials, size_t shards, size_t 
 Status FoldShardsOnDevice(const float* partials, size_t shards, size_t stride, size_t length,
                           float* out, cudaStream_t stream) {
   if (shards < 1 || length < 1 || (shards > 1 && stride < length))
-    return Status::Error("INTERNAL", "FoldShardsOnDevice: bad shape");
+    return Status::Error(kInternal, "FoldShardsOnDevice: bad shape");
   fold_shards_kernel<<<GridBlocks(length), kThreadsPerBlock, 0, stream>>>(partials, shards, stride,
                                                                           length, out);
   CUDA_CHECK(cudaGetLastError());

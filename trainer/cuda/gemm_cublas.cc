@@ -2,6 +2,7 @@
 
 #include <cublas_v2.h>
 
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cublas_check.h"
 
 namespace dmlp::cuda {
@@ -31,7 +32,7 @@ Result<CublasGemm> CublasGemm::Create(cudaStream_t stream, bool tf32) {
 
 Status CublasGemm::Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, const float* a,
                          int lda, const float* b, int ldb, float* c, int ldc) const {
-  if (m < 1 || n < 1 || k < 1) return Status::Error("INTERNAL", "Sgemm: empty shape");
+  if (m < 1 || n < 1 || k < 1) return Status::Error(kInternal, "Sgemm: empty shape");
   // Row-major X with row stride ld is column-major X^T with leading dimension
   // ld. So row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
   // swap the operands and the m/n roles; each keeps its own transpose flag.

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "common/format/error_codes.h"
 #include "trainer/cuda/bias_grad.h"
 #include "trainer/cuda/bias_relu.h"
 #include "trainer/cuda/softmax_xent.h"
@@ -13,11 +14,11 @@ namespace dmlp::cuda {
 
 Result<CudaMlp> CudaMlp::Create(const StateLayout& layout, int64_t shard_size,
                                 const CublasGemm* gemm, cudaStream_t stream) {
-  if (shard_size < 1) return Status::Error("MODEL_INVALID", "shard size must be >= 1");
+  if (shard_size < 1) return Status::Error(kModelInvalid, "shard size must be >= 1");
   const ModelShape& shape = layout.shape();
   for (int64_t dim : {shard_size, shape.features, shape.width, shape.classes}) {
     if (dim > INT_MAX)
-      return Status::Error("MODEL_INVALID",
+      return Status::Error(kModelInvalid,
                            "GEMM dimension " + std::to_string(dim) + " exceeds INT32_MAX");
   }
   CudaMlp mlp;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/format/error_codes.h"
+
 namespace dmlp::cuda {
 
 Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, const char* file,
@@ -10,7 +12,7 @@ Status NcclErrorStatus(ncclResult_t result, ncclComm_t comm, const char* call, c
   // ncclGetLastError(nullptr) gives the last message of any communicator in the process.
   const char* last = ncclGetLastError(comm);
   if (last != nullptr && last[0] != '\0') detail += std::string("; ") + last;
-  return Status::Error("NCCL_ERROR", detail + ErrorLocation(file, line));
+  return Status::Error(kNcclError, detail + ErrorLocation(file, line));
 }
 
 }  // namespace dmlp::cuda

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/format/error_codes.h"
 #include "trainer/cuda/nccl_check.h"
 #include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/stream_wait.h"
@@ -40,7 +41,7 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
   } else {
     DMLP_ASSIGN_OR_RETURN(const std::string bytes, rendezvous.Get(kUniqueIdKey));
     if (bytes.size() != sizeof id.internal)
-      return Status::Error("PROTOCOL_ERROR", "NCCL unique id of " + std::to_string(bytes.size()) +
+      return Status::Error(kProtocolError, "NCCL unique id of " + std::to_string(bytes.size()) +
                                                  " bytes, expected " +
                                                  std::to_string(sizeof id.internal));
     std::memcpy(id.internal, bytes.data(), sizeof id.internal);
@@ -72,7 +73,7 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(Rendezvous& rendezvous,
     }
     if (wait.Expired()) {
       (void)ncclCommAbort(comm);
-      return Status::Error("RENDEZVOUS_TIMEOUT",
+      return Status::Error(kRendezvousTimeout,
                            "rank " + std::to_string(rank) + ": NCCL communicator of " +
                                std::to_string(world_size) +
                                " ranks not complete within HEARTBEAT_TIMEOUT_SECONDS");

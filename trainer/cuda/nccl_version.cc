@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include "common/format/error_codes.h"
 #include "trainer/cuda/nccl_check.h"
 
 namespace dmlp::cuda {
@@ -34,7 +35,7 @@ std::string NcclVersionText(int code) {
 
 Status CompareNcclVersions(int header_code, int library_code, const std::string& library_path) {
   if (header_code == library_code) return Status::Ok();
-  return Status::Error("NCCL_VERSION_MISMATCH",
+  return Status::Error(kNcclVersionMismatch,
                        "header " + NcclVersionText(header_code) + ", library " +
                            NcclVersionText(library_code) + " (" + library_path +
                            "): dmlp was compiled with another NCCL than the one it loaded");

@@ -1,3 +1,4 @@
+#include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/launch_util.h"
 #include "trainer/cuda/softmax_xent.h"
@@ -61,7 +62,7 @@ Status SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t r
                            int64_t classes, int64_t global_batch, float* dlogits, float* row_loss,
                            float* loss_sum, cudaStream_t stream) {
   if (rows < 1 || classes < 1 || global_batch < 1)
-    return Status::Error("INTERNAL", "SoftmaxCrossEntropy: empty shape");
+    return Status::Error(kInternal, "SoftmaxCrossEntropy: empty shape");
   softmax_xent_forward_backward_kernel<<<GridBlocks(static_cast<uint64_t>(rows)), kThreadsPerBlock,
                                          0, stream>>>(
       logits, labels, rows, classes, static_cast<float>(global_batch), dlogits, row_loss);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/format/error_codes.h"
 #include "trainer/math/sample_loops.h"
 #include "trainer/math/sample_math.h"
 
@@ -13,7 +14,7 @@ namespace {
 constexpr int64_t kMaxKeyWord = int64_t{0xFFFFFFFF};
 
 Status TooLarge(const char* name, int64_t value, int64_t max, const char* why) {
-  return Status::Error("ENV_INVALID", std::string(name) + " " + std::to_string(value) +
+  return Status::Error(kEnvInvalid, std::string(name) + " " + std::to_string(value) +
                                           " exceeds " + std::to_string(max) + " (" + why + ")");
 }
 
@@ -22,7 +23,7 @@ Status TooLarge(const char* name, int64_t value, int64_t max, const char* why) {
 Status CheckSampleLimits(const SampleSpec& spec, int64_t batch, int64_t steps,
                          int64_t microbatches) {
   if (spec.features < 1 || spec.classes < 1 || batch < 1 || steps < 1 || microbatches < 1)
-    return Status::Error("ENV_INVALID", "FEATURES, CLASSES, BATCH, STEPS, MICROBATCHES must be >= 1");
+    return Status::Error(kEnvInvalid, "FEATURES, CLASSES, BATCH, STEPS, MICROBATCHES must be >= 1");
   const char* why = "jax.random.fold_in takes 32-bit words";
   if (batch > kMaxKeyWord) return TooLarge("BATCH", batch, kMaxKeyWord, why);
   if (steps > kMaxKeyWord) return TooLarge("STEPS", steps, kMaxKeyWord, why);

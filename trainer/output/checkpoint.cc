@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/bit_settings.h"
+#include "common/format/error_codes.h"
 #include "common/state_digest.h"
 #include "common/state_file.h"
 #include "trainer/rendezvous/plan_difference.h"
@@ -74,18 +75,18 @@ Result<CheckpointChoice> Examine(const Plan& plan, const StateLayout& layout, in
   DMLP_ASSIGN_OR_RETURN(StateFileIndex index, ReadStateFileIndex(choice.path));
   const std::string recorded = MetadataValue(index, "checkpoint_fingerprint");
   if (recorded != CheckpointFingerprint(plan))
-    return Status::Error("CHECKPOINT_PLAN_MISMATCH", choice.path + " was written by another plan: " +
+    return Status::Error(kCheckpointPlanMismatch, choice.path + " was written by another plan: " +
                                                          DescribeCheckpointDifference(plan, recorded));
   if (MetadataValue(index, "step") != std::to_string(step))
-    return Status::Error("CHECKPOINT_INVALID", choice.path + ": metadata step does not match");
+    return Status::Error(kCheckpointInvalid, choice.path + ": metadata step does not match");
   choice.params_sha256 = MetadataValue(index, "params_sha256");
   DMLP_ASSIGN_OR_RETURN(StateDigests digests, DigestStateFile(choice.path));
   if (digests.state != choice.params_sha256)
-    return Status::Error("CHECKPOINT_INVALID", choice.path + ": state digest " + digests.state +
+    return Status::Error(kCheckpointInvalid, choice.path + ": state digest " + digests.state +
                                                    " differs from the recorded " +
                                                    choice.params_sha256);
   if (index.tensors.size() != 3 * layout.leaves().size() + 1)
-    return Status::Error("CHECKPOINT_INVALID", choice.path + ": tensors do not match the model");
+    return Status::Error(kCheckpointInvalid, choice.path + ": tensors do not match the model");
   return choice;
 }
 
@@ -112,7 +113,7 @@ Status WriteCheckpoint(const Plan& plan, const StateLayout& layout, int64_t step
   for (size_t i = 2; i < steps.size(); ++i) {
     const std::string old = plan.out_dir + "/" + CheckpointFileName(steps[i]);
     if (::unlink(old.c_str()) != 0 && errno != ENOENT)
-      return Status::Error("IO_ERROR", "remove " + old);
+      return Status::Error(kIoError, "remove " + old);
   }
   return Status::Ok();
 }
@@ -126,7 +127,7 @@ Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayou
     Result<CheckpointChoice> choice = Examine(plan, layout, step);
     if (choice.ok() && agreed) {
       Status agreement = agreed(*choice);
-      if (agreement.code() == "CHECKPOINT_DISAGREES") {
+      if (agreement.code() == kCheckpointDisagrees) {
         disagreed = true;
         skipped.push_back(agreement.ToString());
         continue;
@@ -137,7 +138,7 @@ Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayou
       choice->skipped = skipped;
       return choice;
     }
-    if (choice.status().code() == "CHECKPOINT_PLAN_MISMATCH") return choice.status();
+    if (choice.status().code() == kCheckpointPlanMismatch) return choice.status();
     skipped.push_back(choice.status().ToString());
   }
   if (!skipped.empty()) {
@@ -146,7 +147,7 @@ Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayou
     std::string detail = (disagreed ? "no checkpoint agrees with every rank's receipts in "
                                     : "no valid checkpoint in ") + plan.out_dir;
     for (const std::string& why : skipped) detail += "; " + why;
-    return Status::Error(disagreed ? "CHECKPOINT_NOT_AGREED" : "CHECKPOINT_INVALID", detail);
+    return Status::Error(disagreed ? kCheckpointNotAgreed : kCheckpointInvalid, detail);
   }
   return CheckpointChoice{};
 }
@@ -154,10 +155,10 @@ Result<CheckpointChoice> FindResumeCheckpoint(const Plan& plan, const StateLayou
 Result<std::vector<uint8_t>> LoadCheckpoint(const CheckpointChoice& choice,
                                             const StateLayout& layout) {
   Result<std::vector<uint8_t>> image = LoadStateImage(choice.path, layout);
-  if (!image.ok()) return Status::Error("CHECKPOINT_INVALID", image.status().ToString());
+  if (!image.ok()) return Status::Error(kCheckpointInvalid, image.status().ToString());
   // Re-hash what was read: the file could have changed since it was examined.
   if (DigestStateStep(image->data(), image->size()) != choice.params_sha256)
-    return Status::Error("CHECKPOINT_INVALID", choice.path + " changed while being loaded");
+    return Status::Error(kCheckpointInvalid, choice.path + " changed while being loaded");
   return image;
 }
 

@@ -13,6 +13,7 @@
 #include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/flock_holder.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp {
 namespace {
@@ -48,25 +49,25 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
       if (fd < 0 && errno == ENOENT) continue;
     }
     if (fd < 0 && errno == ELOOP)
-      return Status::Error(kNotRegularCode, out.PathOf(kLockFile) +
+      return Status::Error(kOutputNotRegular, out.PathOf(kLockFile) +
                                                 " is a symbolic link, not a regular file "
                                                 "(dmlp never writes through links)");
-    if (fd < 0) return ErrnoError("IO_ERROR", "open " + out.PathOf(kLockFile));
+    if (fd < 0) return ErrnoError(kIoError, "open " + out.PathOf(kLockFile));
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
       ::close(fd);
-      return Status::Error(kNotRegularCode, out.PathOf(kLockFile) + " is not a regular file");
+      return Status::Error(kOutputNotRegular, out.PathOf(kLockFile) + " is not a regular file");
     }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
       std::string holder = HolderPid(fd);
       ::close(fd);
       if (error == EWOULDBLOCK)
-        return Status::Error("OUTPUT_LOCKED",
+        return Status::Error(kOutputLocked,
                              out.path() + " is in use by another job (" + out.PathOf(kLockFile) +
                                  " held by " + (holder.empty() ? "a process on another host"
                                                                 : "pid " + holder) + ")");
-      return ErrnoError("IO_ERROR", "lock " + out.PathOf(kLockFile), error);
+      return ErrnoError(kIoError, "lock " + out.PathOf(kLockFile), error);
     }
     if (!StillNamed(out.fd(), fd)) {  // removed by the job that held it: take the new one
       ::close(fd);
@@ -79,7 +80,7 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
     const int dup_error = errno;
     Result<TerminationCleanup> cleanup = TerminationCleanup();
     if (directory_fd < 0) {
-      cleanup = Status::Error(IsDescriptorShortage(dup_error) ? "RESOURCE_EXHAUSTED" : "IO_ERROR",
+      cleanup = Status::Error(IsDescriptorShortage(dup_error) ? kResourceExhausted : kIoError,
                               "lock " + out.PathOf(kLockFile) + ": " +
                                   (IsDescriptorShortage(dup_error) ? DescribeDescriptorShortage(dup_error)
                                                                    : std::strerror(dup_error)));
@@ -94,7 +95,7 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
     }
     return OutputLock(directory_fd, fd, created, std::move(cleanup).value());
   }
-  return Status::Error("OUTPUT_LOCKED", out.path() + ": " + kLockFile + " keeps being replaced");
+  return Status::Error(kOutputLocked, out.path() + ": " + kLockFile + " keeps being replaced");
 }
 
 OutputLock::OutputLock(OutputLock&& other) noexcept

@@ -8,6 +8,8 @@
 #include <ctime>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
+#include "common/format/rank_env.h"
 
 namespace dmlp {
 namespace {
@@ -25,7 +27,7 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
   while (!data.empty()) {
     ssize_t written = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
     if (written < 0 && errno == EINTR) continue;
-    if (written < 0) return ErrnoError("IO_ERROR", "write " + path);
+    if (written < 0) return ErrnoError(kIoError, "write " + path);
     data.remove_prefix(static_cast<size_t>(written));
     offset += written;
   }
@@ -34,17 +36,17 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
 
 }  // namespace
 
-std::string EnvFileName(int64_t rank) { return "rank-" + std::to_string(rank) + ".env.jsonl"; }
+std::string EnvFileName(int64_t rank) { return kEnvFilePrefix + std::to_string(rank) + kEnvFileSuffix; }
 
 nlohmann::json DeviceDocument(const DeviceIdentity& device) {
-  nlohmann::json document = {{"kind", device.kind},
-                             {"name", device.name},
-                             {"uuid", device.uuid},
-                             {"pci_bus_id", device.pci_bus_id},
-                             {"driver", device.driver}};
+  nlohmann::json document = {{kEnvDeviceKind, device.kind},
+                             {kEnvDeviceName, device.name},
+                             {kEnvDeviceUuid, device.uuid},
+                             {kEnvDevicePciBusId, device.pci_bus_id},
+                             {kEnvDeviceDriver, device.driver}};
   if (device.ordinal >= 0) {
-    document["ordinal"] = device.ordinal;
-    document["memory_bytes"] = device.memory_bytes;
+    document[kEnvDeviceOrdinal] = device.ordinal;
+    document[kEnvDeviceMemoryBytes] = device.memory_bytes;
   }
   return document;
 }
@@ -53,17 +55,17 @@ nlohmann::json EnvLine(int64_t rank, const std::string& event, int64_t after_ste
                        const std::string& time, const HostReading& host, int64_t pid,
                        const std::optional<std::string>& why, const RankStack& stack,
                        const nlohmann::json& build) {
-  nlohmann::json line = {{"rank", rank},         {"event", event},       {"after_step", after_step},
-                         {"time", time},         {"host", host.host},    {"boot_id", host.boot_id},
-                         {"pid", pid},           {"device", stack.device}, {"stack", stack.stack},
-                         {"build", build}};
-  if (why) line["why"] = *why;
+  nlohmann::json line = {{kEnvRank, rank},    {kEnvEvent, event},        {kEnvAfterStep, after_step},
+                         {kEnvTime, time},    {kEnvHost, host.host},     {kEnvBootId, host.boot_id},
+                         {kEnvPid, pid},      {kEnvDevice, stack.device}, {kEnvStack, stack.stack},
+                         {kEnvBuild, build}};
+  if (why) line[kEnvWhy] = *why;
   return line;
 }
 
 Status AppendEnvLine(int fd, const std::string& path, const std::string& line) {
   struct stat info {};
-  if (::fstat(fd, &info) != 0) return ErrnoError("IO_ERROR", "stat " + path);
+  if (::fstat(fd, &info) != 0) return ErrnoError(kIoError, "stat " + path);
   const int64_t end = static_cast<int64_t>(info.st_size);
   std::string text = line + "\n";
   if (end > 0) {
@@ -71,7 +73,7 @@ Status AppendEnvLine(int fd, const std::string& path, const std::string& line) {
     ssize_t got;
     do got = ::pread(fd, &last, 1, static_cast<off_t>(end - 1));
     while (got < 0 && errno == EINTR);
-    if (got < 0) return ErrnoError("IO_ERROR", "read " + path);
+    if (got < 0) return ErrnoError(kIoError, "read " + path);
     if (got == 1 && last != '\n') text.insert(text.begin(), '\n');  // close a torn line
   }
   return WriteAt(fd, end, text, path);
@@ -92,7 +94,7 @@ Status RankEnvRecorder::CheckRestored(int64_t after_step) {
   HostReading host = ReadHost(boot_id_file_);
   std::optional<std::string> why = detector_->Check(host);
   if (!why) return Status::Ok();
-  return Write("restored", after_step, host, why);
+  return Write(kEnvEventRestored, after_step, host, why);
 }
 
 Status RankEnvRecorder::Write(const std::string& event, int64_t after_step, const HostReading& host,

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp {
 namespace {
@@ -19,7 +20,7 @@ Status ReadAt(int fd, int64_t offset, size_t count, std::string& bytes, const st
   while (done < count) {
     ssize_t got = ::pread(fd, bytes.data() + done, count - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoError("IO_ERROR", "read " + path);
+    if (got < 0) return ErrnoError(kIoError, "read " + path);
     if (got == 0) break;  // shrank since fstat: compare what is there
     done += static_cast<size_t>(got);
   }
@@ -31,7 +32,7 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
   while (!data.empty()) {
     ssize_t written = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
     if (written < 0 && errno == EINTR) continue;
-    if (written < 0) return ErrnoError("IO_ERROR", "write " + path);
+    if (written < 0) return ErrnoError(kIoError, "write " + path);
     data.remove_prefix(static_cast<size_t>(written));
     offset += written;
   }
@@ -41,7 +42,7 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
 }  // namespace
 
 Status ReplayDiverged(int64_t step, int64_t rank, const std::string& detail) {
-  return Status::Error("REPLAY_DIVERGED",
+  return Status::Error(kReplayDiverged,
                        "step=" + std::to_string(step) + " rank=" + std::to_string(rank) + " " + detail);
 }
 
@@ -49,7 +50,7 @@ Status ReceiptFile::Lost(int64_t step, int64_t size) const {
   // The first lost step is the first whose line the file no longer holds whole.
   int64_t first = 1;
   while (first < step && line_ends_[first - 1] <= size) ++first;
-  return Status::Error("RECEIPTS_LOST",
+  return Status::Error(kReceiptsLost,
                        "steps " + std::to_string(first) + ".." + std::to_string(step - 1) +
                            " rank=" + std::to_string(rank_) + ": " + path_ + " is " +
                            std::to_string(size) + " bytes, this rank had written " +
@@ -59,7 +60,7 @@ Status ReceiptFile::Lost(int64_t step, int64_t size) const {
 Result<LineOutcome> ReceiptFile::Put(int64_t step, std::string_view line) {
   const int64_t at = offset();
   struct stat info {};
-  if (::fstat(fd_, &info) != 0) return ErrnoError("IO_ERROR", "stat " + path_);
+  if (::fstat(fd_, &info) != 0) return ErrnoError(kIoError, "stat " + path_);
   const int64_t size = static_cast<int64_t>(info.st_size);
   if (size < at) return Lost(step, size);
   LineOutcome outcome = LineOutcome::kWritten;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "common/receipt_reader.h"
 
 namespace dmlp {
@@ -17,7 +18,7 @@ namespace {
 constexpr char kMetricsName[] = "metrics.jsonl";
 
 Status Invalid(const std::string& detail) {
-  return Status::Error("RESUME_RECEIPTS_INVALID", detail);
+  return Status::Error(kResumeReceiptsInvalid, detail);
 }
 
 bool IsReceiptFileName(const std::string& name) {
@@ -35,7 +36,7 @@ Result<std::string> ReadAll(const OutDir& dir, const std::string& name) {
 Result<std::vector<Receipt>> ReadReceiptFile(const OutDir& dir, const std::string& name,
                                              bool with_rank) {
   Result<std::string> contents = ReadAll(dir, name);
-  if (!contents.ok() && contents.status().code() == "NOT_FOUND") return std::vector<Receipt>{};
+  if (!contents.ok() && contents.status().code() == kNotFound) return std::vector<Receipt>{};
   if (!contents.ok()) return contents.status();
   const std::string path = dir.PathOf(name);
   std::vector<Receipt> receipts;
@@ -60,7 +61,7 @@ Result<std::vector<Receipt>> ReadReceiptFile(const OutDir& dir, const std::strin
 Result<std::vector<OutDir>> SupersededFolders(const OutDir& out) {
   std::vector<OutDir> folders;
   Result<OutDir> superseded = out.OpenSubdir(kSupersededDir, false);
-  if (!superseded.ok() && superseded.status().code() == "NOT_FOUND") return folders;
+  if (!superseded.ok() && superseded.status().code() == kNotFound) return folders;
   if (!superseded.ok()) return superseded.status();
   DMLP_ASSIGN_OR_RETURN(std::vector<std::string> names, superseded->List());
   std::vector<std::pair<long long, std::string>> numbered;
@@ -142,9 +143,9 @@ Result<std::string> MoveReceiptsAside(const OutDir& out) {
   std::string attempt;
   for (int number = 1;; ++number) {
     attempt = std::to_string(number);
-    Status made = superseded.MakeSubdir(attempt, "EXISTS");
+    Status made = superseded.MakeSubdir(attempt, kExists);
     if (made.ok()) break;
-    if (made.code() != "EXISTS") return made;
+    if (made.code() != kExists) return made;
   }
   DMLP_RETURN_IF_ERROR(superseded.Sync());
   ResumeStageReached("aside-made");

@@ -11,9 +11,12 @@
 #include "common/build_info.h"
 #include "common/errno_error.h"
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
+#include "common/format/result_json.h"
 #include "common/out_dir.h"
 #include "common/py_json.h"
 #include "common/state_file.h"
+#include "trainer/math/data_definition.h"
 #include "trainer/output/replay.h"
 
 namespace dmlp {
@@ -31,42 +34,40 @@ nlohmann::json ResultDocument(const Plan& plan, int64_t steps, const std::string
   // The reference's fields (runtime.py Output.complete + train.py details),
   // jax_version replaced by dmlp_version, plus build, fingerprint and state_file.
   return {
-      {"build", BuildDocument(ThisBuild(), image_id)},
-      {"complete", true},
-      {"confirmed_replays", confirmed_replays},
-      {"dataset", "deterministic globally indexed Philox4x32-10 features and labels"},
-      {"digest_cost", "copies the state to host memory each step; hashed on a background thread "
-                      "while the next step computes"},
-      {"digest_policy", "every step: SHA-256 of the canonical state image (params leaves, adam "
-                        "count, mu leaves, nu leaves; C-order little-endian)"},
-      {"dmlp_version", DMLP_VERSION},
-      {"final_loss", final_loss},
-      {"final_opt_state_sha256", digests.opt},
-      {"final_params_sha256", digests.params},
-      {"fingerprint", fingerprint},
-      {"heartbeat_timeout_seconds", plan.heartbeat_timeout_seconds},
+      {kResultBuild, BuildDocument(ThisBuild(), image_id)},
+      {kResultComplete, true},
+      {kResultConfirmedReplays, confirmed_replays},
+      {kResultDataset, DatasetText(kDataDefinitionId)},
+      {kResultDigestCost, kDigestCostText},
+      {kResultDigestPolicy, kDigestPolicyText},
+      {kResultDmlpVersion, DMLP_VERSION},
+      {kResultFinalLoss, final_loss},
+      {kResultFinalOptStateSha256, digests.opt},
+      {kResultFinalParamsSha256, digests.params},
+      {kResultFingerprint, fingerprint},
+      {kResultHeartbeatTimeoutSeconds, plan.heartbeat_timeout_seconds},
       // How the ranks were started: outside "plan" and "fingerprint", because
       // the same plan gives the same bits under any launcher.
-      {"launch",
-       {{"coordinator_from", plan.coordinator_from},
-        {"place_source", PlaceSourceName(plan.place_source)}}},
-      {"model",
-       {{"classes", plan.model.classes},
-        {"features", plan.model.features},
-        {"heartbeat_timeout_s", plan.heartbeat_timeout_seconds},
-        {"layers", plan.model.layers},
-        {"port", plan.coordinator_port},
-        {"process_id", plan.process_id},
-        {"processes", plan.num_processes},
-        {"width", plan.model.width}}},
-      {"optimizer", "adam"},
-      {"params_sha256", params_sha256},
-      {"plan", PlanDocument(plan)},
-      {"processes", plan.num_processes},
-      {"rank_files", rank_files},
-      {"state_file", kStateFile},
-      {"steps", steps},
-      {"updates_per_metric_step", plan.microbatches},
+      {kResultLaunch,
+       {{kLaunchCoordinatorFrom, plan.coordinator_from},
+        {kLaunchPlaceSource, PlaceSourceName(plan.place_source)}}},
+      {kResultModel,
+       {{kModelClasses, plan.model.classes},
+        {kModelFeatures, plan.model.features},
+        {kModelHeartbeatTimeoutS, plan.heartbeat_timeout_seconds},
+        {kModelLayers, plan.model.layers},
+        {kModelPort, plan.coordinator_port},
+        {kModelProcessId, plan.process_id},
+        {kModelProcesses, plan.num_processes},
+        {kModelWidth, plan.model.width}}},
+      {kResultOptimizer, kOptimizerText},
+      {kResultParamsSha256, params_sha256},
+      {kResultPlan, PlanDocument(plan)},
+      {kResultProcesses, plan.num_processes},
+      {kResultRankFiles, rank_files},
+      {kResultStateFile, kStateFile},
+      {kResultSteps, steps},
+      {kResultUpdatesPerMetricStep, plan.microbatches},
   };
 }
 
@@ -76,21 +77,21 @@ std::string RankFileName(int64_t rank) { return "rank-" + std::to_string(rank) +
 
 Status RunOutput::CheckAbsent(const Plan& plan) {
   Result<OutDir> out = OutDir::Open(plan.out_dir);
-  if (!out.ok() && out.status().code() == "NOT_FOUND") return Status::Ok();  // created later
+  if (!out.ok() && out.status().code() == kNotFound) return Status::Ok();  // created later
   if (!out.ok()) return out.status();
   return CheckAbsentIn(plan, *out);
 }
 
 Status RunOutput::CheckAbsentIn(const Plan& plan, const OutDir& out) {
   DMLP_ASSIGN_OR_RETURN(OutDir::Kind result, out.KindOf(kResultFile));
-  if (result != OutDir::Kind::kAbsent) return Status::Error("OUTPUT_ALREADY_COMPLETE", plan.out_dir);
+  if (result != OutDir::Kind::kAbsent) return Status::Error(kOutputAlreadyComplete, plan.out_dir);
   std::vector<std::string> names = {RankFileName(plan.process_id), EnvFileName(plan.process_id)};
   if (plan.process_id == 0) names.insert(names.begin(), kMetricsFile);
   for (const std::string& name : names) {
     DMLP_ASSIGN_OR_RETURN(OutDir::Kind kind, out.KindOf(name));
-    if (kind == OutDir::Kind::kRegular) return Status::Error("OUTPUT_EXISTS", out.PathOf(name));
+    if (kind == OutDir::Kind::kRegular) return Status::Error(kOutputExists, out.PathOf(name));
     if (kind != OutDir::Kind::kAbsent)
-      return Status::Error(kNotRegularCode, out.PathOf(name) + " is not a regular file "
+      return Status::Error(kOutputNotRegular, out.PathOf(name) + " is not a regular file "
                                                                "(dmlp never writes through links)");
   }
   return Status::Ok();
@@ -107,7 +108,7 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   // of scope and removes what it created (still empty). O_EXCL|O_NOFOLLOW: a
   // link planted since the check is refused, never followed.
   if (plan.process_id == 0) {
-    DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, out.CreateFile(kMetricsFile, "OUTPUT_EXISTS"));
+    DMLP_ASSIGN_OR_RETURN(output.metrics_fd_, out.CreateFile(kMetricsFile, kOutputExists));
     output.created_.push_back(out.PathOf(kMetricsFile));
     DMLP_ASSIGN_OR_RETURN(TerminationCleanup metrics_cleanup,
                           TerminationCleanup::Register(out.fd(), kMetricsFile, output.metrics_fd_, true));
@@ -115,7 +116,7 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
     output.metrics_file_ = ReceiptFile(output.metrics_fd_, out.PathOf(kMetricsFile), plan.process_id);
   }
   const std::string rank_name = RankFileName(plan.process_id);
-  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, out.CreateFile(rank_name, "OUTPUT_EXISTS"));
+  DMLP_ASSIGN_OR_RETURN(output.rank_fd_, out.CreateFile(rank_name, kOutputExists));
   output.created_.push_back(out.PathOf(rank_name));
   DMLP_ASSIGN_OR_RETURN(TerminationCleanup rank_cleanup,
                         TerminationCleanup::Register(out.fd(), rank_name.c_str(), output.rank_fd_, true));
@@ -123,7 +124,7 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
   output.rank_file_ = ReceiptFile(output.rank_fd_, out.PathOf(rank_name), plan.process_id);
   // The env file last: a look at OUT_DIR never finds it without the receipts.
   const std::string env_name = EnvFileName(plan.process_id);
-  DMLP_ASSIGN_OR_RETURN(output.env_fd_, out.CreateFile(env_name, "OUTPUT_EXISTS"));
+  DMLP_ASSIGN_OR_RETURN(output.env_fd_, out.CreateFile(env_name, kOutputExists));
   output.env_path_ = out.PathOf(env_name);
   DMLP_ASSIGN_OR_RETURN(output.env_cleanup_,
                         TerminationCleanup::Register(out.fd(), env_name.c_str(), output.env_fd_, false));
@@ -136,7 +137,7 @@ Result<RunOutput> RunOutput::Open(const Plan& plan) {
 Result<RunOutput> RunOutput::OpenResumed(const Plan& plan, int64_t resume_step,
                                          std::vector<Receipt> prior) {
   if (static_cast<int64_t>(prior.size()) < resume_step)
-    return Status::Error("RESUME_RECEIPTS_INVALID",
+    return Status::Error(kResumeReceiptsInvalid,
                          "the checkpoint is at step " + std::to_string(resume_step) +
                              " but the earlier receipts end at step " + std::to_string(prior.size()));
   DMLP_ASSIGN_OR_RETURN(RunOutput output, Open(plan));
@@ -213,7 +214,7 @@ void RunOutput::PrintMetricLine(int64_t step, const std::string& loss, const std
 
 Status RunOutput::Record(int64_t step, const std::string& loss, const std::string& params_sha256) {
   if (step != last_step_ + 1)
-    return Status::Error("METRIC_STEP_NOT_CONTIGUOUS", "step " + std::to_string(step) +
+    return Status::Error(kMetricStepNotContiguous, "step " + std::to_string(step) +
                                                            " after " + std::to_string(last_step_));
   if (step <= static_cast<int64_t>(prior_.size())) {
     const Receipt& old = prior_[step - 1];
@@ -247,15 +248,15 @@ Status RunOutput::Complete(const StateLayout& layout, const uint8_t* final_image
                            const nlohmann::json& fingerprint,
                            const std::vector<int64_t>& confirmed_replays) {
   if (last_step_ != plan_.steps)
-    return Status::Error("TRAINING_INCOMPLETE", "last step " + std::to_string(last_step_));
+    return Status::Error(kTrainingIncomplete, "last step " + std::to_string(last_step_));
   if (plan_.process_id != 0) return Status::Ok();
   for (int fd : {rank_fd_, metrics_fd_}) {
     if (fd >= 0 && ::fsync(fd) != 0)
-      return ErrnoError("IO_ERROR", "fsync receipts");
+      return ErrnoError(kIoError, "fsync receipts");
   }
   StateDigests digests = DigestStateImage(layout, final_image);
   if (digests.state != last_hash_)
-    return Status::Error("INTERNAL", "final state digest differs from the last receipt");
+    return Status::Error(kInternal, "final state digest differs from the last receipt");
   DMLP_RETURN_IF_ERROR(WriteStateFile(PathIn(plan_, kStateFile), layout, final_image,
                                       {{"step", std::to_string(last_step_)},
                                        {"params_sha256", digests.state},

@@ -22,6 +22,7 @@
 #include "common/receipt.h"
 #include "common/state_digest.h"
 #include "common/state_layout.h"
+#include "common/format/result_json.h"
 #include "common/status.h"
 #include "trainer/output/rank_env.h"
 #include "trainer/output/receipt_file.h"
@@ -30,7 +31,6 @@
 
 namespace dmlp {
 
-inline constexpr char kResultFile[] = "result.json";
 inline constexpr char kMetricsFile[] = "metrics.jsonl";
 inline constexpr char kStateFile[] = "state.safetensors";
 /// "rank-<r>.jsonl"

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp {
 namespace {
@@ -97,10 +98,10 @@ Status TerminateMessage(std::exception_ptr escaped) {
   // ENFILE's text begins with EMFILE's.
   for (int error : {ENFILE, EMFILE}) {
     if (what.find(std::strerror(error)) != std::string::npos)
-      return Status::Error("RESOURCE_EXHAUSTED",
+      return Status::Error(kResourceExhausted,
                            DescribeDescriptorShortage(error) + " in a library's thread: " + what);
   }
-  return Status::Error("INTERNAL", "uncaught exception in a library's thread: " + what);
+  return Status::Error(kInternal, "uncaught exception in a library's thread: " + what);
 }
 
 void InstallTerminationCleanup() {
@@ -116,7 +117,7 @@ void InstallTerminationCleanup() {
 Result<TerminationCleanup> TerminationCleanup::Register(int directory_fd, const char* name, int fd,
                                                         bool only_if_empty) {
   if (std::strlen(name) >= sizeof(Slot::name))
-    return Status::Error("INTERNAL", std::string("termination cleanup: name too long: ") + name);
+    return Status::Error(kInternal, std::string("termination cleanup: name too long: ") + name);
   for (int index = 0; index < kSlots; ++index) {
     bool expected = false;
     if (!claimed[index].compare_exchange_strong(expected, true)) continue;
@@ -126,7 +127,7 @@ Result<TerminationCleanup> TerminationCleanup::Register(int directory_fd, const 
     if (slot.directory_fd >= 0) slot.fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (slot.directory_fd < 0 || slot.fd < 0) {
       const int error = errno;
-      return Status::Error(IsDescriptorShortage(error) ? "RESOURCE_EXHAUSTED" : "IO_ERROR",
+      return Status::Error(IsDescriptorShortage(error) ? kResourceExhausted : kIoError,
                            std::string("cannot keep ") + name + " removable on SIGTERM: " +
                                (IsDescriptorShortage(error) ? DescribeDescriptorShortage(error)
                                                             : std::strerror(error)));
@@ -137,7 +138,7 @@ Result<TerminationCleanup> TerminationCleanup::Register(int directory_fd, const 
     slot.active.store(true);
     return cleanup;
   }
-  return Status::Error("INTERNAL", std::string("termination cleanup: no slot left for ") + name);
+  return Status::Error(kInternal, std::string("termination cleanup: no slot left for ") + name);
 }
 
 TerminationCleanup::TerminationCleanup(TerminationCleanup&& other) noexcept

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/format/error_codes.h"
 #include "common/thread_start.h"
 #include "trainer/rendezvous/last_resort.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
@@ -112,13 +113,13 @@ Status PeerMonitor::Interpret(const Result<Message>& reply) const {
   if (reply.ok() && reply->type == MessageType::kPong) return Status::Ok();
   if (reply.ok() && reply->type == MessageType::kError) return Status::Error(reply->name, reply->payload);
   const std::string seen_by = " (seen by rank " + std::to_string(rank_) + ")";
-  if (reply.ok()) return Status::Error("PROTOCOL_ERROR", "unexpected reply to PING" + seen_by);
-  if (reply.status().code() == kWaitTimedOut) {
-    return Status::Error("PEER_LOST", "rank 0: silent for " + std::to_string(heartbeat_.count() / 1000) +
+  if (reply.ok()) return Status::Error(kProtocolError, "unexpected reply to PING" + seen_by);
+  if (reply.status().code() == kRendezvousTimeout) {
+    return Status::Error(kPeerLost, "rank 0: silent for " + std::to_string(heartbeat_.count() / 1000) +
                                           "s (HEARTBEAT_TIMEOUT_SECONDS)" + seen_by);
   }
   if (reply.status().code() == kConnectionClosed) {
-    return Status::Error("PEER_LOST", "rank 0: the coordinator closed the connection" + seen_by);
+    return Status::Error(kPeerLost, "rank 0: the coordinator closed the connection" + seen_by);
   }
   return reply.status().WithContext("rank " + std::to_string(rank_) + ": liveness ping");
 }
@@ -143,7 +144,7 @@ bool PeerMonitor::Pause(Status& heard) {
       PeerWait wait(heartbeat_, clock_);
       heard = Interpret(ReceiveMessage(fd_, wait, FrameLimits{}));
       // Nothing is sent unasked but a failure; a PONG here breaks the protocol.
-      if (heard.ok()) heard = Status::Error("PROTOCOL_ERROR", "PONG without a PING (seen by rank " +
+      if (heard.ok()) heard = Status::Error(kProtocolError, "PONG without a PING (seen by rank " +
                                                                   std::to_string(rank_) + ")");
       return true;
     }

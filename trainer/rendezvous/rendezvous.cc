@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "common/rank_place.h"
 #include "trainer/rendezvous/rendezvous_server.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
@@ -100,7 +101,7 @@ std::string Rendezvous::Where() const { return FormatHostPort(options_.address, 
 Result<std::unique_ptr<Rendezvous>> Rendezvous::Join(const RendezvousOptions& options) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size ||
       options.port < 1 || options.port > 65535 || options.heartbeat_timeout_seconds < 1) {
-    return Status::Error("RENDEZVOUS_OPTIONS_INVALID",
+    return Status::Error(kRendezvousOptionsInvalid,
                          "rank " + std::to_string(options.rank) + " of " +
                              std::to_string(options.world_size) + ", port " + std::to_string(options.port) +
                              ", heartbeat " + std::to_string(options.heartbeat_timeout_seconds) + "s");
@@ -132,7 +133,7 @@ Result<int> Rendezvous::Dial(PeerWait& wait, std::string* last_error) {
     addrinfo* found = nullptr;
     int rc = getaddrinfo(options_.address.c_str(), std::to_string(options_.port).c_str(), &hints, &found);
     if (rc == EAI_NONAME || rc == EAI_SERVICE || rc == EAI_FAMILY) {
-      return Status::Error("COORDINATOR_ADDRESS_INVALID", options_.address + ": " + gai_strerror(rc));
+      return Status::Error(kCoordinatorAddressInvalid, options_.address + ": " + gai_strerror(rc));
     }
     if (rc != 0) *last_error = gai_strerror(rc);  // EAI_AGAIN and friends: retry
     int fd = -1;
@@ -143,7 +144,7 @@ Result<int> Rendezvous::Dial(PeerWait& wait, std::string* last_error) {
     if (found != nullptr) freeaddrinfo(found);
     if (fd >= 0) return fd;
     if (no_descriptor)
-      return Status::Error("RESOURCE_EXHAUSTED", "rank " + std::to_string(rank()) + ": cannot reach the coordinator at " +
+      return Status::Error(kResourceExhausted, "rank " + std::to_string(rank()) + ": cannot reach the coordinator at " +
                                                      Where() + ": " + *last_error);
     wait.SleepSlice(std::chrono::milliseconds(100));  // the coordinator may not be up yet
   }
@@ -159,7 +160,7 @@ Status Rendezvous::Connect() {
     local_address_ = LocalAddressOf(fd_);
     return Status::Ok();
   }
-  return Status::Error("RENDEZVOUS_TIMEOUT", "rank " + std::to_string(rank()) + ": no coordinator at " +
+  return Status::Error(kRendezvousTimeout, "rank " + std::to_string(rank()) + ": no coordinator at " +
                                                  Where() + " within " +
                                                  std::to_string(options_.heartbeat_timeout_seconds) +
                                                  "s (last error: " + last_error + ")");
@@ -172,14 +173,14 @@ Status Rendezvous::SendHello() {
   if (server_) missing = [this] { return server_->MissingFromJoin(); };
   Result<Message> reply =
       Call(hello, "all " + std::to_string(world_size()) + " ranks to join at " + Where(), missing);
-  if (!reply.ok() && reply.status().code() == "JOB_MISMATCH") {
-    broken_ = Status::Error("JOB_MISMATCH", "rank " + std::to_string(rank()) + ": the coordinator at " +
+  if (!reply.ok() && reply.status().code() == kJobMismatch) {
+    broken_ = Status::Error(kJobMismatch, "rank " + std::to_string(rank()) + ": the coordinator at " +
                                                 Where() + " serves another job (two jobs need two ports)");
     return broken_;
   }
   if (!reply.ok()) return reply.status();
   if (reply->type != MessageType::kWelcome) {
-    return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to HELLO"));
+    return Broken(Status::Error(kProtocolError, "unexpected reply to HELLO"));
   }
   return Status::Ok();
 }
@@ -192,7 +193,7 @@ Status Rendezvous::Broken(Status status) {
 Result<Message> Rendezvous::Call(const Message& request, const std::string& awaited,
                                  const std::function<std::vector<int>()>& missing) {
   if (!broken_.ok()) return broken_;
-  if (closed_ || fd_ < 0) return Status::Error("RENDEZVOUS_CLOSED", "rank " + std::to_string(rank()));
+  if (closed_ || fd_ < 0) return Status::Error(kRendezvousClosed, "rank " + std::to_string(rank()));
   PeerWait wait(heartbeat_timeout(), clock());
   Status sent = SendAll(fd_, EncodeMessage(request), wait);
   FrameLimits limits;
@@ -204,13 +205,13 @@ Result<Message> Rendezvous::Call(const Message& request, const std::string& awai
   }
   const Status& failure = reply.status();
   const std::string who = "rank " + std::to_string(rank()) + ": ";
-  if (failure.code() == kWaitTimedOut) {
+  if (failure.code() == kRendezvousTimeout) {
     std::string text = who + "waited " + std::to_string(options_.heartbeat_timeout_seconds) + "s for " + awaited;
     if (missing) text += " (missing ranks " + JoinRanks(missing()) + ")";
-    return Broken(Status::Error("RENDEZVOUS_TIMEOUT", text));
+    return Broken(Status::Error(kRendezvousTimeout, text));
   }
   if (failure.code() == kConnectionClosed) {
-    return Broken(Status::Error("PEER_LOST", "rank 0: coordinator at " + Where() +
+    return Broken(Status::Error(kPeerLost, "rank 0: coordinator at " + Where() +
                                                  " closed the connection (seen by rank " +
                                                  std::to_string(rank()) + ")"));
   }
@@ -220,30 +221,30 @@ Result<Message> Rendezvous::Call(const Message& request, const std::string& awai
 Status Rendezvous::Set(std::string_view key, std::string_view value) {
   std::lock_guard<std::mutex> lock(mu_);
   if (key.size() > kMaxNameBytes || value.size() > MaxValueBytes(world_size())) {
-    return Status::Error("INVALID_ARGUMENT", "rendezvous key or value too large");
+    return Status::Error(kInvalidArgument, "rendezvous key or value too large");
   }
   Result<Message> reply = Call(Message{MessageType::kSet, 0, 0, std::string(key), std::string(value)},
                                "the coordinator to store '" + std::string(key) + "'");
   if (!reply.ok()) return reply.status();
-  if (reply->type != MessageType::kOk) return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to SET"));
+  if (reply->type != MessageType::kOk) return Broken(Status::Error(kProtocolError, "unexpected reply to SET"));
   return Status::Ok();
 }
 
 Result<std::string> Rendezvous::Get(std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (key.size() > kMaxNameBytes) return Status::Error("INVALID_ARGUMENT", "rendezvous key too large");
+  if (key.size() > kMaxNameBytes) return Status::Error(kInvalidArgument, "rendezvous key too large");
   Result<Message> reply =
       Call(Message{MessageType::kGet, 0, 0, std::string(key), {}}, "key '" + std::string(key) + "'");
   if (!reply.ok()) return reply.status();
   if (reply->type != MessageType::kValue) {
-    return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to GET"));
+    return Broken(Status::Error(kProtocolError, "unexpected reply to GET"));
   }
   return std::move(reply->payload);
 }
 
 Status Rendezvous::Barrier(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (name.size() > kMaxNameBytes) return Status::Error("INVALID_ARGUMENT", "barrier name too large");
+  if (name.size() > kMaxNameBytes) return Status::Error(kInvalidArgument, "barrier name too large");
   std::function<std::vector<int>()> missing;
   std::string barrier(name);
   if (server_) missing = [this, barrier] { return server_->MissingFromBarrier(barrier); };
@@ -251,7 +252,7 @@ Status Rendezvous::Barrier(std::string_view name) {
       Call(Message{MessageType::kBarrier, 0, 0, barrier, {}}, "barrier '" + barrier + "'", missing);
   if (!reply.ok()) return reply.status();
   if (reply->type != MessageType::kOk) {
-    return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to BARRIER"));
+    return Broken(Status::Error(kProtocolError, "unexpected reply to BARRIER"));
   }
   return Status::Ok();
 }
@@ -259,7 +260,7 @@ Status Rendezvous::Barrier(std::string_view name) {
 Result<std::vector<std::string>> Rendezvous::AllGather(std::string_view name, std::string_view value) {
   std::lock_guard<std::mutex> lock(mu_);
   if (name.size() > kMaxNameBytes || value.size() > kMaxGatherValueBytes)
-    return Status::Error("INVALID_ARGUMENT", "gather name or value too large");
+    return Status::Error(kInvalidArgument, "gather name or value too large");
   std::function<std::vector<int>()> missing;
   std::string gather(name);
   if (server_) missing = [this, gather] { return server_->MissingFromGather(gather); };
@@ -267,7 +268,7 @@ Result<std::vector<std::string>> Rendezvous::AllGather(std::string_view name, st
                                "gather '" + gather + "'", missing);
   if (!reply.ok()) return reply.status();
   if (reply->type != MessageType::kValue)
-    return Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to GATHER"));
+    return Broken(Status::Error(kProtocolError, "unexpected reply to GATHER"));
   Result<std::vector<std::string>> values = DecodeGathered(reply->payload, world_size());
   if (!values.ok()) return Broken(values.status());
   return values;
@@ -280,7 +281,7 @@ Status Rendezvous::StartPeerMonitor() {
   std::string last_error = "no attempt";
   DMLP_ASSIGN_OR_RETURN(const int fd, Dial(wait, &last_error));
   if (fd < 0) {
-    return Status::Error("PEER_LOST", "rank 0: no coordinator at " + Where() + " for the liveness connection of rank " +
+    return Status::Error(kPeerLost, "rank 0: no coordinator at " + Where() + " for the liveness connection of rank " +
                                           std::to_string(rank()) + " (last error: " + last_error + ")");
   }
   DMLP_ASSIGN_OR_RETURN(monitor_, PeerMonitor::Start(fd, rank(), options_.job_id, heartbeat_timeout(),
@@ -334,7 +335,7 @@ Status Rendezvous::Close() {
     close(fd_);
     fd_ = -1;
     if (!status.ok()) {
-      status = Status::Error(status.code() == kWaitTimedOut ? "RENDEZVOUS_TIMEOUT" : "PEER_LOST",
+      status = Status::Error(status.code() == kRendezvousTimeout ? kRendezvousTimeout : kPeerLost,
                              "rank " + std::to_string(rank()) + ": goodbye to the coordinator at " + Where() +
                                  ": " + status.ToString());
     }

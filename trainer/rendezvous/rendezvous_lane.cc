@@ -3,6 +3,7 @@
 // file one concern. The coordinator's side is RendezvousServer::HandleLane.
 #include <algorithm>
 
+#include "common/format/error_codes.h"
 #include "trainer/rendezvous/rendezvous.h"
 #include "trainer/rendezvous/rendezvous_wire.h"
 
@@ -15,7 +16,7 @@ Result<std::unique_ptr<Rendezvous>> Rendezvous::OpenLane() {
   Result<Message> reply = lane->Call(request, "the coordinator to open a lane");
   if (!reply.ok()) return reply.status();
   if (reply->type != MessageType::kOk) {
-    return lane->Broken(Status::Error("PROTOCOL_ERROR", "unexpected reply to LANE"));
+    return lane->Broken(Status::Error(kProtocolError, "unexpected reply to LANE"));
   }
   lane->parent_ = this;
   std::lock_guard<std::mutex> lock(lanes_mu_);

@@ -12,6 +12,7 @@
 
 #include "common/errno_error.h"
 #include "common/file_util.h"
+#include "common/format/error_codes.h"
 #include "common/rank_place.h"
 #include "common/thread_start.h"
 
@@ -26,7 +27,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::str
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
   int rc = getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0) return Status::Error("COORDINATOR_ADDRESS_INVALID", address + ": " + gai_strerror(rc));
+  if (rc != 0) return Status::Error(kCoordinatorAddressInvalid, address + ": " + gai_strerror(rc));
   int listen_fd = -1;
   int bind_errno = 0;
   bool in_use = false;
@@ -50,12 +51,12 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::str
   }
   freeaddrinfo(found);
   if (listen_fd < 0) {
-    if (in_use) return Status::Error("COORDINATOR_PORT_IN_USE", where);
-    return ErrnoError("COORDINATOR_BIND_FAILED", where, bind_errno);
+    if (in_use) return Status::Error(kCoordinatorPortInUse, where);
+    return ErrnoError(kCoordinatorBindFailed, where, bind_errno);
   }
   std::unique_ptr<RendezvousServer> server(new RendezvousServer(listen_fd, std::move(config)));
   if (pipe2(server->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return ErrnoError("COORDINATOR_BIND_FAILED", where + ": pipe");
+    return ErrnoError(kCoordinatorBindFailed, where + ": pipe");
   }
   DMLP_ASSIGN_OR_RETURN(server->thread_,
                         StartThread("coordinator " + where, [raw = server.get()] { raw->Serve(); }));
@@ -110,7 +111,7 @@ Status RendezvousServer::WaitUntilAllLeft(std::chrono::milliseconds budget, Wait
   if (stuck.empty()) return Status::Ok();
   std::string ranks;
   for (int rank : stuck) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
-  return Status::Error("RENDEZVOUS_TIMEOUT",
+  return Status::Error(kRendezvousTimeout,
                        "rank 0: shutdown: ranks " + ranks + " did not say goodbye within " +
                            std::to_string(budget.count() / 1000) + "s");
 }
@@ -243,7 +244,7 @@ void RendezvousServer::OutOfDescriptors(int error) {
   accept_resume_ = std::chrono::steady_clock::now() +
                    std::min(kMaxAcceptBackoff, std::chrono::milliseconds(10) * (1 << doublings));
   if (accept_failures_ == kAcceptAttempts)
-    FailAll(Status::Error("RESOURCE_EXHAUSTED", "rank 0: the coordinator cannot accept connections: " +
+    FailAll(Status::Error(kResourceExhausted, "rank 0: the coordinator cannot accept connections: " +
                                                     DescribeDescriptorShortage(error)));
 }
 
@@ -379,7 +380,7 @@ void RendezvousServer::HandleHello(Connection& conn, const Message& hello) {
   if (hello.job_id != job_id_) return TurnAway(conn, hello.rank);
   if (join_done_) {
     // Not one of this job's ranks (another job on the same port?): turn it away, keep ours.
-    ReplyError(conn, Status::Error("PROTOCOL_ERROR", "rank " + std::to_string(rank) +
+    ReplyError(conn, Status::Error(kProtocolError, "rank " + std::to_string(rank) +
                                                          ": rendezvous already complete"));
     conn.close_after_flush = true;
     return;
@@ -391,25 +392,25 @@ void RendezvousServer::HandleHello(Connection& conn, const Message& hello) {
     if (rank >= 0 && rank < world_size_ && rank_state_[rank] == RankState::kAbsent) {
       rank_state_[rank] = RankState::kLeft;
     }
-    return FailJoin(Status::Error("PLAN_MISMATCH", "rank " + std::to_string(rank) + ": world size " +
+    return FailJoin(Status::Error(kPlanMismatch, "rank " + std::to_string(rank) + ": world size " +
                                                        std::to_string(hello.world_size) + " (rank 0 has " +
                                                        std::to_string(world_size_) + ")"),
                     true);
   }
   if (rank < 0 || rank >= world_size_) {
-    return FailJoin(Status::Error("PROTOCOL_ERROR", "rank " + std::to_string(hello.rank) +
+    return FailJoin(Status::Error(kProtocolError, "rank " + std::to_string(hello.rank) +
                                                         " out of range for world size " +
                                                         std::to_string(world_size_)),
                     true);
   }
   if (rank_state_[rank] != RankState::kAbsent) {
-    return FailJoin(Status::Error("PROTOCOL_ERROR", "rank " + std::to_string(rank) + " joined twice"), true);
+    return FailJoin(Status::Error(kProtocolError, "rank " + std::to_string(rank) + " joined twice"), true);
   }
   conn.rank = rank;
   rank_state_[rank] = RankState::kJoined;
   if (!join_failure_.ok()) return FailJoin(join_failure_, false);
   if (hello.payload != plan_fingerprint_) {
-    return FailJoin(Status::Error("PLAN_MISMATCH", "rank " + std::to_string(rank) + ": " +
+    return FailJoin(Status::Error(kPlanMismatch, "rank " + std::to_string(rank) + ": " +
                                                        DescribePlanDifference(plan_fingerprint_, hello.payload)),
                     true);
   }
@@ -437,7 +438,7 @@ void RendezvousServer::FailJoin(const Status& status, bool notify_absent) {
 }
 
 void RendezvousServer::Reject(Connection& conn, const std::string& detail) {
-  ReplyError(conn, Status::Error("PROTOCOL_ERROR", detail));
+  ReplyError(conn, Status::Error(kProtocolError, detail));
   conn.close_after_flush = true;
   MarkLeft(conn, "protocol error: " + detail);
 }
@@ -452,7 +453,7 @@ void RendezvousServer::MarkLeft(Connection& conn, const std::string& why) {
 }
 
 void RendezvousServer::Depart(int rank, const std::string& why) {
-  FailAll(Status::Error("PEER_LOST", "rank " + std::to_string(rank) + ": " + why));
+  FailAll(Status::Error(kPeerLost, "rank " + std::to_string(rank) + ": " + why));
 }
 
 void RendezvousServer::FailAll(const Status& status) {

@@ -2,6 +2,7 @@
 // stay (strangers are capped and turned away) and who is lost (silent). Part
 // of RendezvousServer (rendezvous_server.h); split from rendezvous_server.cc
 // to keep each file one concern.
+#include "common/format/error_codes.h"
 #include "trainer/rendezvous/rendezvous_server.h"
 
 namespace dmlp {
@@ -19,7 +20,7 @@ void RendezvousServer::CapPending() {
 
 void RendezvousServer::TurnAway(Connection& conn, uint32_t rank) {
   // Says only that the job differs: neither this job's id nor its plan.
-  ReplyError(conn, Status::Error("JOB_MISMATCH", "rank " + std::to_string(rank) +
+  ReplyError(conn, Status::Error(kJobMismatch, "rank " + std::to_string(rank) +
                                                      ": the coordinator serves another job"));
   conn.close_after_flush = true;
 }

@@ -8,11 +8,12 @@
 #include <cstring>
 
 #include "common/errno_error.h"
+#include "common/format/error_codes.h"
 
 namespace dmlp {
 namespace {
 
-Status ProtocolError(const std::string& detail) { return Status::Error("PROTOCOL_ERROR", detail); }
+Status ProtocolError(const std::string& detail) { return Status::Error(kProtocolError, detail); }
 
 void PutU32(std::string& out, uint32_t value) {
   for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>((value >> shift) & 0xff));
@@ -264,9 +265,9 @@ Status SendAll(int fd, std::string_view bytes, PeerWait& wait) {
     if (written < 0 && errno == EINTR) continue;
     if (written < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       if (errno == EPIPE || errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
-      return ErrnoError("SOCKET_ERROR", "send");
+      return ErrnoError(kSocketError, "send");
     }
-    if (wait.Expired()) return Status::Error(std::string(kWaitTimedOut));
+    if (wait.Expired()) return Status::Error(std::string(kRendezvousTimeout));
     pollfd entry{fd, POLLOUT, 0};
     poll(&entry, 1, wait.BeginSlice());  // EINTR: loop and try again
     wait.EndSlice();
@@ -300,9 +301,9 @@ Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      return ErrnoError("SOCKET_ERROR", "recv");
+      return ErrnoError(kSocketError, "recv");
     }
-    if (wait.Expired()) return Status::Error(std::string(kWaitTimedOut));
+    if (wait.Expired()) return Status::Error(std::string(kRendezvousTimeout));
     pollfd entry{fd, POLLIN, 0};
     poll(&entry, 1, wait.BeginSlice());
     wait.EndSlice();

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/format/error_codes.h"
 #include "common/status.h"
 #include "trainer/rendezvous/peer_wait.h"
 
@@ -105,15 +106,11 @@ Result<std::vector<std::string>> DecodeGathered(std::string_view payload, int wo
 /// bytes). A length out of `limits` for its type fails at once, before its body arrives.
 Result<std::optional<Message>> TakeMessage(std::string& buffer, const FrameLimits& limits);
 
-/// Outcome codes of the blocking helpers below, before the caller names what it awaited.
-inline constexpr std::string_view kWaitTimedOut = "RENDEZVOUS_TIMEOUT";
-inline constexpr std::string_view kConnectionClosed = "CONNECTION_CLOSED";
-
 /// Writes `bytes` to the non-blocking socket `fd`, polling in `wait`'s slices.
 /// Handles EINTR and partial writes; never raises SIGPIPE.
 Status SendAll(int fd, std::string_view bytes, PeerWait& wait);
 /// Reads one frame within `limits` from the non-blocking socket `fd` (partial reads, EINTR).
-/// Codes: kWaitTimedOut, kConnectionClosed, PROTOCOL_ERROR, SOCKET_ERROR.
+/// Codes: kRendezvousTimeout, kConnectionClosed, kProtocolError, kSocketError.
 Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits);
 
 }  // namespace dmlp
