@@ -175,7 +175,7 @@ cuda_host() {
     ln -s "$(find "${libdirs[@]}" -name "lib$library.so.*" | sort | head -n 1)" "$scratch/lib/lib$library.so"
   done
   # The project's own flags, -Werror among them, as CMake gives them; the
-  # define that trainer/cuda.cmake adds for this library only; -fPIC.
+  # define that trainer/cuda/CMakeLists.txt adds for this library only; -fPIC.
   local -a flags=()
   mapfile -t flags < <(project_cxx_flags "$cxx" "$scratch/configure")
   [[ ${#flags[@]} -gt 0 ]] || return 1

@@ -28,7 +28,7 @@
 
 #include "common/state_layout.h"
 #include "common/status.h"
-#include "trainer/cuda/device_layout.h"
+#include "trainer/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {

@@ -12,7 +12,7 @@
 #include "common/build_info.h"
 #include "common/env.h"
 #include "common/std_streams.h"
-#include "trainer/cuda/nccl_defaults.h"
+#include "trainer/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"

@@ -28,7 +28,6 @@
 #include "trainer/cuda/gloo_staged.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/cuda/nccl_collectives.h"
-#include "trainer/cuda/nccl_defaults.h"
 #include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/phase_profile.h"
 #include "trainer/cuda/stream_wait.h"
@@ -36,6 +35,7 @@
 #include "trainer/math/data.h"
 #include "trainer/math/device_macros.h"
 #include "trainer/math/ordered_reduce.h"
+#include "trainer/nccl_defaults.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 extern char** environ;

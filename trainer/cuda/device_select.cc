@@ -3,7 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "trainer/cuda/cuda_check.h"
-#include "trainer/cuda/device_layout.h"
+#include "trainer/device_layout.h"
 
 namespace dmlp::cuda {
 
