@@ -1,6 +1,6 @@
 // adam_bench: what one optimizer update costs on the CPU platform, against
 // the memory traffic it cannot avoid: AdamUpdate (trainer/cpu/adam_cpu.h) over
-// issue 4's 2,634,762 parameters (FEATURES=512 WIDTH=1024 LAYERS=3 CLASSES=10)
+// train_bench.py's 2,634,762 parameters (FEATURES=512 WIDTH=1024 LAYERS=3 CLASSES=10)
 // on the rank's threads (ParallelRanges, as the trainer runs it), interleaved
 // round by round with a plain loop over the same seven streams (read the
 // gradient, parameters, mu and nu; write the last three) on the same threads.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """audit_bench: what the shard audit (AUDIT_EVERY, trainer/checks/shard_audit.h) costs.
 
-Measured: the same PLATFORM=cpu job (issue 4's configuration, as
-bench/train_bench.py) with AUDIT_EVERY=0 (off), the default, 10 and 1,
+Measured: the same PLATFORM=cpu job (bench/train_bench.py's
+configuration) with AUDIT_EVERY=0 (off), the default, 10 and 1,
 --rounds rounds in rotating order; each round's training-loop time (rank 0's
 PROFILE line) is divided by that round's AUDIT_EVERY=0 time, so the ratio is
 taken under the same outside load, and the median ratio is printed with its

@@ -8,7 +8,6 @@ through its own location).
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,11 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TRAIN_BENCH_CONFIG = {"FEATURES": "512", "WIDTH": "1024", "LAYERS": "3", "CLASSES": "10", "BATCH": "512",
                       "MICROBATCHES": "8", "SEED": "42", "LEARNING_RATE": "0.001"}
 
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from e2e_support import free_port  # noqa: E402
 
 
 def configured(defaults):

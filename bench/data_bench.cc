@@ -1,12 +1,12 @@
 // data_bench: what generating the training data and the initial parameters
-// costs on the CPU, on one thread, at issue 4's configuration (FEATURES=512
+// costs on the CPU, on one thread, at train_bench.py's configuration (FEATURES=512
 // WIDTH=1024 LAYERS=3 CLASSES=10 BATCH=512): one update's batch is 512 samples
 // of 512 jax normals (262,144) and 512 randint labels. It prints
 //
 //   data_bench samples=512 features=512 rounds=R batch_ms=M (min A, max B) ns_per_normal=N
 //   data_bench init_ms=M parameters=P
 //
-// batch_ms is the median round. The budget (issue 24) is 3 % of one update's
+// batch_ms is the median round. The budget of the data generation is 3 % of one update's
 // time at that configuration, which bench/train_bench.py measures; on the CPU
 // platform the batch is also split over the BLAS threads (cpu_parallel.h), so
 // the figure here is the single-thread cost, an upper bound. Not a test.

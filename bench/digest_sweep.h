@@ -1,7 +1,7 @@
 // defines: kSweepThreads, kHostRanks, HostDigestRate, MeasureHostDigest, SweepLine
 //
 // The digest's throughput against its hasher count K (DIGEST_THREADS) on the
-// host's cores (issue 13 item 4, issue 26): one pipeline alone, and
+// host's cores (the GPU kit's "digest threads" row): one pipeline alone, and
 // kHostRanks pipelines at once (8 ranks per host on the target). A pipeline
 // here hashes a fixed image that a snapshot memcpys (as on the CPU platform;
 // on CUDA the copy is a DMA that costs the host nothing), so it is a rank
@@ -19,7 +19,7 @@
 
 namespace dmlp::bench {
 
-/// The hasher counts measured (issue 13: K = 1, 2, 4, 8).
+/// The hasher counts measured: K = 1, 2, 4, 8.
 inline const std::vector<int> kSweepThreads = {1, 2, 4, 8};
 /// Ranks of one host on the target (gpu_8x_l4).
 inline constexpr int kHostRanks = 8;

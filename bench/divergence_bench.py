@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""divergence_bench: the cost of DIVERGENCE_CHECK (issue 16) on the CPU platform.
+"""divergence_bench: the cost of DIVERGENCE_CHECK on the CPU platform.
 
 Runs the same dmlp-launch -> dmlp-train job with DIVERGENCE_CHECK=on and =off,
 alternating which goes first in each of --rounds rounds (both under the same

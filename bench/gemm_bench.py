@@ -14,7 +14,7 @@ far too slow for the MLP's size.
 
   bench/gemm_bench.py [--build build] [--rounds 3] [--threads 1,2] [--kernels avx512,avx2,blis,scalar]
 
-Configuration defaults to issue 4's shapes (FEATURES=512 WIDTH=1024 LAYERS=3
+Configuration defaults to train_bench.py's shapes (FEATURES=512 WIDTH=1024 LAYERS=3
 CLASSES=10) with BATCH=512 samples for one rank; a rank of a 2-rank job has
 half of them, so 2 threads (one rank on 2 CPUs) run at 512 samples, and
 `--samples` overrides it. Not a test: it asserts nothing.

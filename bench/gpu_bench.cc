@@ -1,5 +1,5 @@
 // gpu_bench: what one update of the CUDA platform costs against what the GPU
-// can do, measured in the same run (issue 5, "the benchmark"):
+// can do, measured in the same run (the CUDA platform's benchmark):
 //   - the cuBLAS SGEMM rate (8192^3, fp32 and tf32 compute types) and the
 //     GEMM floor of an update = its GEMM FLOPs / that rate;
 //   - the time of the update's own GEMM sequence alone (same shapes, same handle);
@@ -8,7 +8,7 @@
 //     per logged step with and without the pipelined digest.
 // Output: `<precision>.<name>=<value>` lines on stdout (tests/gpu/ parses them).
 // --digest-sweep measures only the digest, against its hasher count K = 1, 2,
-// 4, 8 (issue 13 item 4, issue 26): the host's SHA-256 rate for one pipeline
+// 4, 8 (the GPU kit's "digest threads" row): the host's SHA-256 rate for one pipeline
 // and for 8 at once (bench/digest_sweep.h), and the fp32 step time of the GPU
 // job with and without the digest at each K; `digest_sweep ...` lines
 // (tests/gpu/digest_row.sh reads them).

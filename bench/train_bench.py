@@ -17,7 +17,7 @@ are measured in every round as well, and their medians reported.
 
   bench/train_bench.py [--build build] [--processes 1,2] [--steps 20] [--rounds 3] [--no-reference]
 
-Configuration defaults to issue 4's: FEATURES=512 WIDTH=1024 LAYERS=3 CLASSES=10
+Configuration defaults to TRAIN_BENCH_CONFIG: FEATURES=512 WIDTH=1024 LAYERS=3 CLASSES=10
 BATCH=512 MICROBATCHES=8; override any of them through the environment.
 The reference needs JAX (bench/reference/setup_venv.sh); without it, or with
 --no-reference, only dmlp's figures are printed. Not a test: it asserts nothing.

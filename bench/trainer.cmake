@@ -8,7 +8,7 @@ add_executable(cpu_peak ${CMAKE_CURRENT_LIST_DIR}/cpu_peak.cc)
 target_compile_options(cpu_peak PRIVATE -O3)
 target_link_libraries(cpu_peak PRIVATE Threads::Threads)
 
-# digest_bench: the digest pipeline's throughput against DIGEST_THREADS (issue 13);
+# digest_bench: the digest pipeline's throughput against DIGEST_THREADS;
 # gpu_bench --digest-sweep measures the same on a GPU host (bench/cuda.cmake).
 add_library(dmlp_bench_digest STATIC ${CMAKE_CURRENT_LIST_DIR}/digest_sweep.cc)
 target_include_directories(dmlp_bench_digest PUBLIC ${PROJECT_SOURCE_DIR})
@@ -16,7 +16,7 @@ target_link_libraries(dmlp_bench_digest PUBLIC dmlp_trainer_core)
 add_executable(digest_bench ${CMAKE_CURRENT_LIST_DIR}/digest_bench.cc)
 target_link_libraries(digest_bench PRIVATE dmlp_bench_digest CLI11::CLI11)
 
-# data_bench: one update's batch and the initial parameters on one CPU thread (issue 24's budget).
+# data_bench: one update's batch and the initial parameters on one CPU thread (budget: 3 %).
 add_executable(data_bench ${CMAKE_CURRENT_LIST_DIR}/data_bench.cc)
 target_link_libraries(data_bench PRIVATE dmlp_trainer_math)
 

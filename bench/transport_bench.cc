@@ -13,7 +13,7 @@
 //
 //   transport_bench [--ranks 2] [--floats N] [--rounds 40]
 //
-// --floats defaults to issue 4's gradient (FEATURES=512 WIDTH=1024 LAYERS=3
+// --floats defaults to train_bench.py's gradient (FEATURES=512 WIDTH=1024 LAYERS=3
 // CLASSES=10: 2,633,738 parameters and the loss, padded to the ranks). Each
 // transport gets its own rendezvous; rounds alternate nothing else, so run it
 // on an otherwise idle machine. Rank 0 prints the figures.
@@ -345,7 +345,7 @@ int RunRank(const std::vector<int>& ports, int rank, int ranks, size_t floats, i
 int main(int argc, char** argv) {
   CLI::App app{"transport_bench: the ordered reduction's exchange, Gloo TCP against shared memory"};
   int ranks = 2, rounds = 40;
-  size_t floats = 2633738 + 1;  // issue 4's parameters and the loss
+  size_t floats = 2633738 + 1;  // train_bench.py's parameters and the loss
   app.add_option("--ranks", ranks, "rank processes")->check(CLI::Range(2, 64));
   app.add_option("--floats", floats, "floats per rank (the padded gradient)")->check(CLI::Range(1, 1 << 28));
   app.add_option("--rounds", rounds, "timed exchanges per transport")->check(CLI::Range(1, 100000));

@@ -71,7 +71,7 @@ std::optional<ProcStat> ReadProcStatFrom(int fd) {
   // the read makes read() fail with ESRCH, and libstdc++'s istreambuf_iterator
   // turns that into an exception. Every scan of /proc meets such processes on
   // a busy machine (any process, not only ours), and the exception escaped
-  // the launcher between two attempts (issue 14 item 12).
+  // the launcher between two attempts (a flaky --restarts test).
   std::string text;
   char buffer[1024];
   for (;;) {

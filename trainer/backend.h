@@ -1,4 +1,4 @@
-// defines: Backend, SnapshotBuffer, SnapshotWaiter, PartialCopy, CreateCpuBackend, CreateCudaBackend,
+// defines: Backend, SnapshotBuffer, SnapshotWaiter, CreateCpuBackend, CreateCudaBackend,
 //          CudaDeviceMemory
 //
 // The platform seam. Everything a rank does that is not GEMMs, kernels or
@@ -12,9 +12,11 @@
 //      microbatch) (trainer/math/data.h), forward/backward with fixed shapes, giving
 //      a partial gradient of sum(loss_i)/BATCH and a partial loss sum;
 //   2. REDUCTION=ordered: the element-wise global sum ((g0 + g1) + g2) + ... in
-//      global shard order, each slice folded by its owner rank and all-gathered
-//      (ordered_reduce.h); REDUCTION=allreduce: local shards summed in order,
-//      then one library all-reduce;
+//      global shard order, each slice folded by its owner rank and all-gathered;
+//      REDUCTION=allreduce: local shards summed in order, then one library
+//      all-reduce. Both are one schedule for every platform
+//      (trainer/reduction/ordered_reduction.h), over the platform's fold and
+//      transport;
 //   3. Adam (trainer/math/adam.h) on the full state, identically on every rank.
 // The loss of an update is (folded loss sum) / BATCH, as float32.
 #pragma once
@@ -28,7 +30,9 @@
 
 #include "common/state_layout.h"
 #include "common/status.h"
+#include "trainer/checks/audited_partials.h"
 #include "trainer/device_layout.h"
+#include "trainer/test_fault_target.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
@@ -54,15 +58,6 @@ struct DeviceIdentity {
 using SnapshotBuffer = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
 /// Blocks until a snapshot's bytes are in its buffer; its error fails the rank.
 using SnapshotWaiter = std::function<Status()>;
-
-/// A shard partial on its way to host memory (Backend::CopyPartial): `bytes`
-/// holds its `size` bytes once `ready` returned OK. `ready` may run on another
-/// thread; the backend outlives it.
-struct PartialCopy {
-  const uint8_t* bytes = nullptr;
-  size_t size = 0;
-  SnapshotWaiter ready;
-};
 
 class Backend {
  public:
@@ -92,42 +87,15 @@ class Backend {
   /// returned waiter blocks until the copy is complete. Updates may be issued
   /// meanwhile. REQUIRES: `buffer` stays untouched until the waiter returned.
   virtual Result<SnapshotWaiter> BeginSnapshot(uint8_t* buffer) = 0;
-  // The shard audit (trainer/checks/shard_audit.h): a padded partial (P gradient
-  // values, the loss sum, the zeros) copied to host memory, for a thread that
-  // hashes it while the updates go on. Both calls copy into the one audit
-  // buffer. REQUIRES: between ComputePartials and ReduceAndApply; the plan
-  // audits (AUDIT_EVERY > 0, NUM_PROCESSES > 1); the previous PartialCopy was
-  // waited for and its bytes read.
-  /// Local shard `local_shard`'s partial of the update in progress.
-  virtual Result<PartialCopy> CopyPartial(int64_t local_shard) {
-    (void)local_shard;
-    return Status::Error("INTERNAL", "this backend has no shard audit");
-  }
-  /// Computes global shard `shard`'s partial of (step, microbatch) from the
-  /// current parameters (the state before this update's Adam step), with the
-  /// same code and shapes as its owner, and copies it.
-  virtual Result<PartialCopy> CopyAuditShard(int64_t step, int64_t microbatch, int64_t shard) {
-    (void)step, (void)microbatch, (void)shard;
-    return Status::Error("INTERNAL", "this backend has no shard audit");
-  }
-  /// Tests only (DMLP_TEST_CORRUPT_SHARD): flips one bit of local shard
-  /// `local_shard`'s partial before the reduction, as a faulty device would:
-  /// the top mantissa bit of the first gradient value (a lowest bit can vanish
-  /// in the fold's rounding, and the tests need the fault to reach the state).
-  virtual Status FlipPartialBitForTests(int64_t local_shard) {
-    (void)local_shard;
-    return Status::Error("INTERNAL", "this backend has no shard audit");
-  }
+  /// The shard audit's access to this rank's partials (trainer/checks/audited_partials.h);
+  /// null where a platform offers none.
+  virtual AuditedPartials* audited_partials() { return nullptr; }
+  /// Tests only: where DMLP_TEST_FLIP_BIT and DMLP_TEST_CORRUPT_SHARD land
+  /// (trainer/test_fault_target.h); null where a platform takes none.
+  virtual TestFaultTarget* test_faults() { return nullptr; }
   /// Seconds spent so far per phase ("data", "compute", "collectives", "optimizer"),
   /// for the benchmark's split of a step; empty where a platform does not measure.
   virtual nlohmann::json Profile() const { return nlohmann::json::object(); }
-  /// Tests only (DMLP_TEST_FLIP_BIT, trainer/test_faults.h): flips bit `bit`
-  /// (0..7) of byte `byte` of this rank's state image where it lives, after
-  /// every update issued so far, as silent corruption would. REQUIRES:
-  /// byte < layout.image_bytes(). Byte 0.. is the first parameter.
-  virtual Status FlipBitForTests(size_t /*byte*/, int /*bit*/) {
-    return Status::Error("UNSUPPORTED", "this backend cannot flip a bit of its state");
-  }
 };
 
 /// CPU platform: CPU GEMM (gemm_cpu.h) and Gloo collectives over the rendezvous.

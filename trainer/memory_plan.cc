@@ -96,10 +96,7 @@ uint64_t CudaDeviceBytes(const Plan& plan, const Shapes& s) {
           kCudaPartialAlignFloats);
   bytes = Add(bytes, Floats(Mul(s.local_shards, stride)));  // partials
   bytes = Add(bytes, Floats(s.padded));                     // reduced
-  if (s.exchange) {
-    bytes = Add(bytes, Floats(Mul(U(plan.data_shards), s.slice)));  // receive
-    bytes = Add(bytes, Floats(s.slice));                            // folded
-  }
+  if (s.exchange) bytes = Add(bytes, Floats(Mul(U(plan.data_shards), s.slice)));  // receive
   if (s.audit) bytes = Add(bytes, Floats(stride));  // audit partial
   bytes = Add(bytes, Floats(s.activations));
   bytes = Add(bytes, Floats(Mul(Mul(s.shard, s.widest), 2)));  // delta, delta_below

@@ -47,7 +47,9 @@ bool IsUpdate(int64_t update, int64_t step, int64_t microbatch, int64_t microbat
 Status BitFlipForTests::AfterUpdate(Backend& backend, int64_t step, int64_t microbatch,
                                     int64_t microbatches) const {
   if (!IsUpdate(update, step, microbatch, microbatches)) return Status::Ok();
-  return backend.FlipBitForTests(byte, bit);
+  TestFaultTarget* target = backend.test_faults();
+  if (target == nullptr) return Status::Error("UNSUPPORTED", "this backend cannot flip a bit of its state");
+  return target->FlipBitForTests(byte, bit);
 }
 
 Result<PartialFaultForTests> PartialFaultForTests::FromEnvironment(const Environment& env) {
@@ -60,7 +62,9 @@ Result<PartialFaultForTests> PartialFaultForTests::FromEnvironment(const Environ
 Status PartialFaultForTests::BeforeReduction(Backend& backend, int64_t step, int64_t microbatch,
                                              int64_t microbatches) const {
   if (!IsUpdate(update, step, microbatch, microbatches)) return Status::Ok();
-  return backend.FlipPartialBitForTests(0);
+  TestFaultTarget* target = backend.test_faults();
+  if (target == nullptr) return Status::Error("INTERNAL", "this backend has no shard audit");
+  return target->FlipPartialBitForTests(0);
 }
 
 }  // namespace dmlp

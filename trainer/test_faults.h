@@ -4,7 +4,7 @@
 // DMLP_TEST_KILL_AT): right after global update number <update> (1-based,
 // counting microbatches: update (step-1)*MICROBATCHES + microbatch + 1), flip
 // bit <bit> (0..7, default 6) of byte <byte> (default 2) of this rank's state
-// image on its device (Backend::FlipBitForTests). The defaults hit the top
+// image on its device (TestFaultTarget::FlipBitForTests). The defaults hit the top
 // mantissa bit of the first parameter: a change of a quarter to a half of its
 // value, which no later update rounds away, and which keeps the loss finite.
 // Only ranks whose environment has it are affected, so a test gives it to one
@@ -12,7 +12,7 @@
 //
 // DMLP_TEST_CORRUPT_SHARD=<update> (tests only): at global update <update>,
 // between its partials and its reduction, flip one bit of this rank's first
-// local shard's partial (Backend::FlipPartialBitForTests), the fault a bad GPU
+// local shard's partial (TestFaultTarget::FlipPartialBitForTests), the fault a bad GPU
 // would cause in a gradient: every rank then agrees on a wrong state, which
 // only the shard audit catches (trainer/checks/shard_audit.h).
 #pragma once

@@ -201,16 +201,31 @@ Result<std::vector<int64_t>> GatherConfirmedReplays(const Plan& plan, Rendezvous
   return counts;
 }
 
+/// What a rank that joined the job runs with (RunJoined).
+struct JoinedRank {
+  const Plan& plan;
+  const StateLayout& layout;
+  Rendezvous& rendezvous;
+  StartingPoint start;  // this rank's state and run directory (trainer/start.h)
+  int64_t kill_step;    // DMLP_TEST_KILL_AT (KillStepForTests); 0: none
+  std::chrono::steady_clock::time_point started;  // the process' start, for the profile's setup time
+  const FailureReporter& report_failure;
+  // Filled for the caller, so that on failure they outlive its report: the
+  // backend, because destroying it closes the collectives' connections, and
+  // peers that see them close fail at once, so the launcher could tear this
+  // rank down before it said why; every rank's device, to name a lost peer's host.
+  std::unique_ptr<Backend>& backend_owner;
+  std::vector<RankDevice>& devices;
+};
+
 /// Everything after the rendezvous: backend, state, training, result files.
-// `backend_owner` receives the backend, so that on failure it outlives the
-// caller's report: destroying it closes the collectives' connections, and
-// peers that see them close fail at once, so the launcher could tear this
-// rank down before it said why.
-Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendezvous,
-                 StartingPoint start, int64_t kill_step,
-                 std::chrono::steady_clock::time_point started,
-                 std::unique_ptr<Backend>& backend_owner, std::vector<RankDevice>& devices,
-                 const FailureReporter& report_failure) {
+Status RunJoined(JoinedRank joined) {
+  const Plan& plan = joined.plan;
+  const StateLayout& layout = joined.layout;
+  Rendezvous& rendezvous = joined.rendezvous;
+  StartingPoint& start = joined.start;
+  std::unique_ptr<Backend>& backend_owner = joined.backend_owner;
+  std::vector<RankDevice>& devices = joined.devices;
   RunOutput& output = *start.output;
   DMLP_ASSIGN_OR_RETURN(backend_owner, plan.platform == Platform::kCpu
                                            ? CreateCpuBackend(plan, layout, rendezvous)
@@ -234,7 +249,7 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
   // Every rank's host and device, for the failures that name them (rank_devices.h).
   if (plan.num_processes > 1) {
     DMLP_ASSIGN_OR_RETURN(devices, GatherRankDevices(rendezvous, *backend));
-    SetLastResort(ReportLossAndExit(report_failure, devices));
+    SetLastResort(ReportLossAndExit(joined.report_failure, devices));
   }
   // The digest pipeline's sink waits on every rank's step (divergence check,
   // checkpoint agreement) beside the step loop, whose shard audit waits on the
@@ -250,7 +265,7 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
                          [&](int64_t step, const std::string& loss, const std::string& hash,
                              const uint8_t* image) {
                            return RecordStep(plan, layout, output, *sink_lane, check, step, loss,
-                                             hash, image, kill_step);
+                                             hash, image, joined.kill_step);
                          },
                          DigestThreadsFor(plan));
   std::unique_ptr<ShardAudit> audit = ShardAudit::Start(plan, *backend, rendezvous, devices);
@@ -260,7 +275,7 @@ Status RunJoined(const Plan& plan, const StateLayout& layout, Rendezvous& rendez
       PreferDivergence(Train(plan, start.done_steps + 1, *backend, digests, faults, *audit), digests));
   const auto loop_end = std::chrono::steady_clock::now();
   PrintProfile(plan, *backend, digests, std::chrono::duration<double>(loop_end - loop_start).count(),
-               std::chrono::duration<double>(loop_start - started).count());
+               std::chrono::duration<double>(loop_start - joined.started).count());
 
   // Like the reference: result files only once every rank has all its receipts.
   // Each rank's count of confirmed replays travels with the barrier to rank 0's result.json.
@@ -318,8 +333,8 @@ Status RunTrainer(const Plan& plan, const FailureReporter& report_failure) {
   std::vector<RankDevice> devices;   // every rank's host, once gathered: a lost peer names its host
   if (status.ok()) {
     Result<StartingPoint> start = PrepareStart(plan, layout, *rendezvous);
-    status = start.ok() ? RunJoined(plan, layout, *rendezvous, std::move(*start), kill_step, started, backend,
-                                    devices, report_failure)
+    status = start.ok() ? RunJoined({plan, layout, *rendezvous, std::move(*start), kill_step, started,
+                                     report_failure, backend, devices})
                         : start.status();
   }
   if (status.ok()) backend.reset();  // as before: gone before the rendezvous closes

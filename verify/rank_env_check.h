@@ -30,7 +30,7 @@ namespace dmlp::verify {
 /// An env file larger than this is not read (256 (re)starts of 4 KiB lines).
 inline constexpr size_t kMaxEnvFileBytes = 1 << 20;
 
-/// Fingerprint fields that builds before issue 26 wrote and that describe one
+/// Fingerprint fields that older builds wrote and that describe one
 /// GPU without deciding a bit (its PCI bus id, ordinal, memory size): never
 /// compared, so runs on two GPUs of one model are comparable.
 inline constexpr const char* kDeviceDescriptionFields[] = {

@@ -1,4 +1,4 @@
-# The image and the README (issue 6): spec.json, Dockerfile and
+# The image and the README: spec.json, Dockerfile and
 # tools/install-deps.sh agree; run.sh and tools/main-job.sh run the CPU job end
 # to end; every command of README.md and docs/*.md runs (or is marked with what runs it).
 # All Python 3 standard library; the programs are this build's.

@@ -8,9 +8,10 @@ foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_jo
                   test_limits.PlanTooLarge test_limits.CgroupLimit test_limits.CpuThreads
                   test_rewrite_check.RewriteCheck test_rank_env.RankEnv
                   test_divergence.Divergence test_divergence.DivergedResume
-                  test_shard_audit.ShardAudit test_hostile_users.HostileUsers test_config_file.ConfigFile
-                  test_hostile.DescriptorLimit test_hostile.ThreadLimit test_hostile.Streams
-                  test_hostile.UnreadableConfig test_hostile.ResumeSettings test_hostile.LogDir
+                  test_shard_audit.ShardAudit test_config_file.ConfigFile
+                  test_limits.DescriptorLimit test_limits.ThreadLimit test_rank_streams.Streams
+                  test_resume.ResumeSettings test_log_dir.LogDir test_usage_errors.UsageErrors
+                  test_user_signals.UserSignals test_out_dir_safety.DanglingLink
                   test_live_verify.LiveVerify)
   string(REPLACE "test_" "" test_name ${test_case})
   add_test(NAME e2e.trainer.${test_name}

@@ -1,4 +1,4 @@
-# dmlp-verify --html in a real browser (issue 17): tests/e2e/verify/html_browser_test.py
+# dmlp-verify --html in a real browser: tests/e2e/verify/html_browser_test.py
 # renders PASS, FAIL and --against reports with headless Chromium and keeps the
 # screenshots in Testing/html-report/ of the build directory. Skipped (exit 77)
 # where Chromium is not installed; tools/install-deps.sh installs it for CI.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "digest threads" row of run_gpu_checks.sh (issue 13 item 4, issue 26):
+# The "digest threads" row of run_gpu_checks.sh:
 # runs `gpu_bench --digest-sweep` and prints one line, `STATUS DETAIL`:
 #   PASS/MISS  the sweep ran; MISS when the step with the digest at the
 #              default K is more than 1.05x the step without (a speed goal:
@@ -17,7 +17,7 @@ bin="$1" out="$2" limit="$3"
 # The mode the row runs, not an option that merely exists: --digest-threads
 # takes a value and measured nothing of its own.
 if ! "$bin/gpu_bench" --help 2>&1 | grep -q -- '--digest-sweep'; then
-  echo "SKIP gpu_bench has no --digest-sweep (a kit built before issue 26)"
+  echo "SKIP gpu_bench has no --digest-sweep (a kit built before the digest sweep)"
   exit 0
 fi
 timeout -k 5 "$limit" "$bin/gpu_bench" --digest-sweep >"$out" 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "fidelity jax" row of run_gpu_checks.sh (issue 26): dmlp's own samples
+# The "fidelity jax" row of run_gpu_checks.sh: dmlp's own samples
 # and initial parameters (dmlp_draws, on the platform under test) against the
 # reference's as this machine's jax computes them on XLA:GPU and on XLA:CPU
 # (fidelity_jax.py, with tests/data/reference_draws.py: train.py's keys,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kit's freeze row (issue 26): one job frozen mid-run and restored, as the
+# The kit's freeze row: one job frozen mid-run and restored, as the
 # target platform does to every job:
 #   1. the job run uninterrupted (the bytes to compare with);
 #   2. the same job started again; once it has logged FREEZE_AFTER_STEPS steps

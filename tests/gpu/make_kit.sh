@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the GPU kit (issue 13): one folder holding everything the GPU check
+# Builds the GPU kit: one folder holding everything the GPU check
 # needs that the device machine lacks, so that the check there is one call
 # with no build (the device has nvcc, CMake and Python with jax, but none of
 # Gloo, BLIS, CLI11, yaml-cpp, nlohmann-json, GTest or OpenSSL's headers, and
@@ -114,7 +114,7 @@ install -m 644 "$script_dir/compare_losses.py" "$script_dir/fidelity_jax.py" "$k
 # fidelity_jax.py imports it from ../data, as in the repository.
 install -m 644 "$repo/tests/data/reference_draws.py" "$kit/tests/data/"
 
-# CRIU for the freeze row: the project's helper (issue 25) bundles criu with its
+# CRIU for the freeze row: the project's helper (tools/criu.sh) bundles criu with its
 # own loader and libraries, and names dmlp's flags in one place.
 criu_note="none ($criu_helper not found: the freeze row will SKIP)"
 if [ -x "$criu_helper" ]; then

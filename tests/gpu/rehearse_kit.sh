@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rehearses the GPU kit without a GPU (issue 13 item 3): proves that the kit
+# Rehearses the GPU kit without a GPU: proves that the kit
 # (tests/gpu/make_kit.sh) carries everything its programs load except what
 # the device supplies, by running it in a bare Debian 12 root (debootstrap
 # --variant=minbase: no Gloo, BLIS, yaml-cpp, OpenSSL, libgomp, Python, CUDA)

@@ -351,7 +351,7 @@ fi
 
 # ---- 4. several ranks on the one GPU ------------------------------------------
 # NCCL refuses two ranks on one device; COLLECTIVES=gloo stages the slices
-# through host memory instead (issue 13 item 5), and with DATA_SHARDS fixed the
+# through host memory instead, and with DATA_SHARDS fixed the
 # bytes must not depend on the number of ranks. Older programs lack the
 # variable (it is a string in the program when it is parsed).
 if ! grep -qa COLLECTIVES "$bin/dmlp-train"; then
@@ -401,7 +401,7 @@ fi
 digest_row="$("$script_dir/digest_row.sh" "$bin" "$work/digest_sweep.out" "$job_timeout")"
 record "digest threads" "${digest_row%% *}" "${digest_row#* }"
 
-# ---- 6. the reference's samples and init: XLA:GPU, XLA:CPU and dmlp's (issue 26) --------
+# ---- 6. the reference's samples and init: XLA:GPU, XLA:CPU and dmlp's --------
 # dmlp's draws on this GPU (dmlp_draws --platform cuda) must be jax's CPU bits;
 # jax's own GPU bits against its CPU's are reported (fidelity_row.sh).
 fidelity_row="$("$script_dir/fidelity_row.sh" "$bin" "$work" "$job_timeout" gpu)"
@@ -434,7 +434,7 @@ else
   done
 fi
 
-# ---- 7. frozen and restored (issue 26); last, so a run cut off loses only these -----------------------------------------
+# ---- 7. frozen and restored; last, so a run cut off loses only these -----------------------------------------
 # A 1-rank job and a 2-rank gloo job on the one GPU: CUDA checkpoint, CRIU dump
 # of the whole job, down longer than its heartbeat, CRIU restore, CUDA restore
 # (tests/gpu/freeze_row.sh). CRIU comes with the kit (make_kit.sh: criu/).

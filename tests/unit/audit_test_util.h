@@ -1,6 +1,6 @@
 // defines: AuditedPartials, AuditPartialsOfTwoRanks, ExpectTheAuditAgrees
 //
-// The shard audit at the backend seam (Backend::CopyPartial, CopyAuditShard),
+// The shard audit at the backend seam (AuditedPartials::CopyPartial, CopyAuditShard),
 // for either platform: two ranks (threads) where rank 0 recomputes the shard
 // that rank 1 owns. Used by shard_audit_backend_test.cc (CPU, everywhere) and
 // cuda_backend_test.cc (two ranks sharing one GPU through COLLECTIVES=gloo).
@@ -63,10 +63,10 @@ inline AuditedPartials AuditPartialsOfTwoRanks(Plan plan) {
       ASSERT_TRUE((*backend)->Update(1, 0).ok());
       ASSERT_TRUE((*backend)->ComputePartials(1, 1).ok());
       if (rank == 1) {
-        result.owner_copy = Bytes((*backend)->CopyPartial(0));
+        result.owner_copy = Bytes((*backend)->audited_partials()->CopyPartial(0));
       } else {
-        result.auditor_copy = Bytes((*backend)->CopyAuditShard(1, 1, 2));
-        result.auditor_own_shard = Bytes((*backend)->CopyPartial(0));
+        result.auditor_copy = Bytes((*backend)->audited_partials()->CopyAuditShard(1, 1, 2));
+        result.auditor_own_shard = Bytes((*backend)->audited_partials()->CopyPartial(0));
       }
       ASSERT_TRUE((*backend)->ReduceAndApply().ok());
       auto buffer = (*backend)->AllocateSnapshotBuffer();

@@ -141,7 +141,7 @@ TEST_F(CheckpointTest, AnotherPlansCheckpointIsRefusedNotUsed) {
 }
 
 TEST_F(CheckpointTest, ACheckpointOfAnotherDataDefinitionIsRefused) {
-  // Written by dmlp before issue 24 (Philox data and init): the same plan, but
+  // Written by dmlp while it drew from Philox (data and init): the same plan, but
   // its fingerprint has no data_definition line. Resuming it would mix data.
   std::string fingerprint = CheckpointFingerprint(plan_);
   // The line and the newline that joins it to its neighbour (it may be the last).

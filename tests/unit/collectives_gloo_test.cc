@@ -222,7 +222,7 @@ TEST(GlooCollectivesTest, RankThatNeverConnectsIsPeerLostOnEveryRankBeforeGloo) 
 }
 
 // Was COLLECTIVE_ERROR "Unable to find address for: 127.0.0.1": Gloo's address
-// lookup swallows EMFILE (seen in CI, e2e.trainer.hostile.DescriptorLimit). In
+// lookup swallows EMFILE (seen in CI, e2e.trainer.limits.DescriptorLimit). In
 // a forked child, because the descriptor limit is the whole process's: every
 // rank joins, then the limit leaves no number free, then every rank connects.
 TEST(GlooCollectivesTest, OutOfDescriptorsWhileConnectingIsNamed) {

@@ -6,8 +6,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -19,6 +21,7 @@
 
 #include "tests/unit/collectives_test_util.h"
 #include "tests/unit/rendezvous_test_util.h"
+#include "trainer/reduction/ordered_reduction.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
@@ -133,6 +136,53 @@ TEST(SharedMemoryCollectivesTest, TheReductionAreaIsOneArraySharedByTheRanks) {
         return Status::Ok();
       },
       {}, {"h", "h", "h"}, SharedSizes{0, kPartial, kReduced}));
+}
+
+class PlainFold final : public ShardFold {
+ public:
+  Status Fold(const float* partials, size_t shards, size_t stride, size_t length, float* out) override {
+    FoldShardsInOrder(partials, shards, stride, length, out);
+    return Status::Ok();
+  }
+};
+
+// The ordered reduction (trainer/reduction/) with this transport in place in
+// the reduction area and with Gloo's over TCP: each gives, on every rank, the
+// bits of one left fold over all DATA_SHARDS partials.
+TEST(SharedMemoryCollectivesTest, TheOrderedReductionGivesOneFoldsBitsInPlaceAndOverTcp) {
+  const ReductionLayout layout{37, kRanks, 2};  // 6 shards; padded 39, slices of 13
+  const size_t padded = layout.padded_length(), shards = kRanks * layout.shards_per_rank;
+  auto shard_value = [](int round, size_t shard, size_t i) {
+    return std::ldexp(Value(round, static_cast<int>(shard), 0, i), -static_cast<int>((shard * 7 + i) % 23));
+  };
+  for (CpuTransport transport : {CpuTransport::kSharedMemory, CpuTransport::kTcp}) {
+    ExpectAllOk(WithCollectives(
+        [&](int rank, Collectives& collectives) {
+          EXPECT_EQ(IsShared(collectives), transport == CpuTransport::kSharedMemory);
+          const ReductionArea area = collectives.Area();
+          EXPECT_EQ(area.partials != nullptr, transport == CpuTransport::kSharedMemory);
+          std::vector<float> own_partials(layout.shards_per_rank * padded), own_reduced(padded);
+          const ReductionBuffers buffers{area.partials ? area.partials : own_partials.data(), padded,
+                                         area.reduced ? area.reduced : own_reduced.data()};
+          PlainFold fold;
+          OrderedReduction schedule(Reduction::kOrdered, layout, rank, shards, fold, &collectives);
+          for (int round = 0; round < 3; ++round) {
+            std::vector<float> all(shards * padded, 0.0f), expected(padded);
+            for (size_t shard = 0; shard < shards; ++shard)
+              for (size_t i = 0; i <= layout.loss_index(); ++i) all[shard * padded + i] = shard_value(round, shard, i);
+            FoldShardsInOrder(all.data(), shards, padded, padded, expected.data());
+            std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(rank * layout.shards_per_rank * padded),
+                        layout.shards_per_rank * padded, buffers.partials);
+            DMLP_ASSIGN_OR_RETURN(const float* sum, schedule.Reduce(buffers, "test"));
+            if (std::memcmp(sum, expected.data(), padded * sizeof(float)) != 0)
+              return Status::Error("TEST", "other bits than one fold's, round " + std::to_string(round));
+            DMLP_RETURN_IF_ERROR(collectives.Barrier());  // nobody writes round + 1 while a peer still reads
+          }
+          return Status::Ok();
+        },
+        {transport, transport, transport}, {"h", "h", "h"},
+        SharedSizes{0, layout.shards_per_rank * padded, padded, layout.slice_length()}));
+  }
 }
 
 // Gloo's, so the bits are those of the TCP transport (collectives_gloo_test

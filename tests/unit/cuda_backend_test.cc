@@ -227,7 +227,7 @@ TEST_F(CudaBackendTest, GlooRanksSharingOneGpuAgreeWithAllreduce) {
   EXPECT_TRUE(images[0] == images[1]);
 }
 
-// The shard audit (Backend::CopyPartial, CopyAuditShard) on one GPU shared by
+// The shard audit (AuditedPartials::CopyPartial, CopyAuditShard) on one GPU shared by
 // two ranks: the shard rank 0 recomputes is rank 1's partial bit for bit
 // (same kernels, same shapes, both partials 256-byte aligned), copied to the
 // host off the step loop; auditing leaves the update as it was.

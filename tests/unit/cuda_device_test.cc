@@ -154,8 +154,8 @@ TEST(CudaDevice, SharedDevicesWrapAroundTheVisibleOnes) {
   EXPECT_EQ(next->index, 1 % count);
 }
 
-// The memory check before the backend selects as the backend does (issue 26:
-// rank 1 of a gloo job on one GPU failed here with DEVICE_LAYOUT_INVALID).
+// The memory check before the backend selects as the backend does (rank
+// 1 of a gloo job on one GPU used to fail here with DEVICE_LAYOUT_INVALID).
 TEST(CudaDevice, MemoryCheckSelectsTheSharedDevice) {
   DMLP_REQUIRE_GPU();
   const int count = *cuda::VisibleDeviceCount();

@@ -3,7 +3,7 @@
 // backend exists and the backend itself both select through DeviceSlotFor
 // (CudaDeviceMemory, cuda::SelectDevice): ranks sharing one GPU under
 // COLLECTIVES=gloo used to pass the backend's selection but fail the memory
-// check's, which ignored the sharing (issue 26).
+// check's, which ignored the sharing.
 #include "trainer/device_layout.h"
 
 #include <gtest/gtest.h>

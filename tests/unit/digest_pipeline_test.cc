@@ -174,7 +174,7 @@ TEST(DigestPipelineTest, ASinkFailureStopsEverythingAfterIt) {
 }
 
 // A step dropped after an earlier failure still has its copy in flight: the
-// pipeline waits for it before the buffer can be freed (issue 26). One hasher:
+// pipeline waits for it before the buffer can be freed. One hasher:
 // step 1's sink fails only once step 2 is submitted, so step 2 is dropped.
 TEST(DigestPipelineTest, ADroppedStepsCopyIsWaitedForBeforeItsBufferGoes) {
   unwaited_copies = 0;

@@ -1,6 +1,6 @@
 // The divergence check's verdict (which ranks are named, by which majority, in
 // the exact RANK_DIVERGED text dmlp-launch parses), the device label, and the
-// test-only bit-flip hook's variable.
+// test faults: their variables, and where a backend takes them (TestFaultTarget).
 #include "trainer/checks/divergence_check.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +62,59 @@ TEST(BitFlipForTestsTest, ReadsUpdateAndOptionallyByteAndBit) {
     env.Set("DMLP_TEST_FLIP_BIT", bad);
     EXPECT_EQ(BitFlipForTests::FromEnvironment(env, 100).status().code(), "ENV_INVALID") << bad;
   }
+}
+
+// A backend that computes nothing; `target` (may be null) takes the test faults.
+class FaultOnlyBackend final : public Backend {
+ public:
+  explicit FaultOnlyBackend(TestFaultTarget* target) : target_(target) {}
+  nlohmann::json Fingerprint() const override { return nlohmann::json::object(); }
+  DeviceIdentity Device() const override { return {}; }
+  Result<SnapshotBuffer> AllocateSnapshotBuffer() override { return Status::Error("UNSUPPORTED"); }
+  Status LoadState(const uint8_t*) override { return Status::Ok(); }
+  Status ComputePartials(int64_t, int64_t) override { return Status::Ok(); }
+  Status ReduceAndApply() override { return Status::Ok(); }
+  Result<float> LastLoss() override { return 0.0f; }
+  Result<SnapshotWaiter> BeginSnapshot(uint8_t*) override { return Status::Error("UNSUPPORTED"); }
+  TestFaultTarget* test_faults() override { return target_; }
+
+ private:
+  TestFaultTarget* target_;
+};
+
+class RecordingTarget final : public TestFaultTarget {
+ public:
+  Status FlipBitForTests(size_t byte, int bit) override {
+    flips.push_back(std::to_string(byte) + ":" + std::to_string(bit));
+    return Status::Ok();
+  }
+  Status FlipPartialBitForTests(int64_t local_shard) override {
+    flips.push_back("partial " + std::to_string(local_shard));
+    return Status::Ok();
+  }
+  std::vector<std::string> flips;
+};
+
+TEST(TestFaultsTest, LandOnTheBackendsTargetAtTheirUpdateOnly) {
+  RecordingTarget target;
+  FaultOnlyBackend backend(&target);
+  const BitFlipForTests flip{3, 5, 1};
+  const PartialFaultForTests corruption{3};
+  for (int64_t step = 1; step <= 2; ++step) {
+    for (int64_t microbatch = 0; microbatch < 2; ++microbatch) {  // update 3: step 2, microbatch 0
+      ASSERT_TRUE(corruption.BeforeReduction(backend, step, microbatch, 2).ok());
+      ASSERT_TRUE(flip.AfterUpdate(backend, step, microbatch, 2).ok());
+    }
+  }
+  EXPECT_EQ(target.flips, (std::vector<std::string>{"partial 0", "5:1"}));
+}
+
+TEST(TestFaultsTest, ABackendWithoutATargetRefusesThem) {
+  FaultOnlyBackend backend(nullptr);
+  EXPECT_EQ((BitFlipForTests{1}).AfterUpdate(backend, 1, 0, 1).ToString(),
+            "UNSUPPORTED: this backend cannot flip a bit of its state");
+  EXPECT_EQ((PartialFaultForTests{1}).BeforeReduction(backend, 1, 0, 1).ToString(),
+            "INTERNAL: this backend has no shard audit");
 }
 
 }  // namespace

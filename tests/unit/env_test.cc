@@ -37,7 +37,7 @@ TEST(EnvTest, IntegersAreStrict) {
   EXPECT_EQ(*RequireInteger(Env({{"S", "9223372036854775807"}}), "S", 0, INT64_MAX), INT64_MAX);
 }
 
-// Issue 30: values reached messages raw (a newline forged a line, ESC drove
+// Values used to reach messages raw (a newline forged a line, ESC drove
 // the terminal) and a control character reached the C library in a path.
 TEST(EnvTest, ControlCharactersAreRefusedAndQuotedAsJsonDoes) {
   EXPECT_EQ(RequireString(Env({{"OUT_DIR", "/x/a\nb"}}), "OUT_DIR").status().ToString(),

@@ -63,7 +63,6 @@ TEST(MemoryPlanTest, ExactBytesOfASmallCudaPlan) {
                           + 2 * 896 * 4  // partials, stride 838 rounded up to 64 floats
                           + 838 * 4      // reduced
                           + 4 * 419 * 4  // receive
-                          + 419 * 4      // folded slice
                           + 848 + 512    // layer outputs, deltas
                           + 4 * 4        // row losses
                           + 1 * 16 * 4   // bias-gradient scratch: 1 chunk of 256 rows x 16

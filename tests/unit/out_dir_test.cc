@@ -29,7 +29,7 @@ class OutDirTest : public ::testing::Test {
   fs::path root_, outside_;
 };
 
-// Issue 30 item 15: mkdir -p of a dangling link said only "File exists".
+// mkdir -p of a dangling link used to say only "File exists".
 TEST_F(OutDirTest, ADanglingLinkIsNamedWithItsMissingTarget) {
   fs::create_symlink(root_ / "gone", root_ / "run");
   const std::string run = (root_ / "run").string();

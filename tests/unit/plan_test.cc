@@ -142,7 +142,7 @@ TEST(PlanTest, AnEnginesPlaceGivesTheSamePlan) {
 
 TEST(PlanTest, DataDefinitionIsInEveryFingerprint) {
   // Samples and initial parameters from another definition (dmlp's Philox
-  // before issue 24) must not resume, pair up or compare as the same job.
+  // draws of old) must not resume, pair up or compare as the same job.
   const Result<Plan> plan = ReadPlan(ValidEnv());
   ASSERT_TRUE(plan.ok());
   const std::string line = std::string("\ndata_definition=") + kDataDefinitionId + "\n";

@@ -50,7 +50,7 @@ TEST(ProcStat, ReadsItself) {
   EXPECT_TRUE(found);
 }
 
-// The event behind issue 14's flaky SupervisorRestarts test: a scan of /proc
+// The event behind a flaky SupervisorRestarts test: a scan of /proc
 // opens a process's stat, the process ends and is reaped, the read fails with
 // ESRCH. That must read as "gone", never throw (it escaped the launcher).
 TEST(ProcStat, AProcessReapedBetweenOpenAndReadIsGoneNotAnException) {

@@ -95,8 +95,8 @@ TEST(RendezvousGatherTest, TimeoutNamesTheRanksThatDidNotGive) {
   EXPECT_EQ(results[0].ToString(), "RENDEZVOUS_TIMEOUT: rank 0: waited 1s for gather 'lonely' (missing ranks 1)");
 }
 
-// Rank 2 is a real process: it gives its value to round 1, then dies without a
-// goodbye while ranks 0 and 1 wait in round 2. Waiting out the 30 s heartbeat
+// Rank 2 is a real process: it gives its value to the first round, then dies without
+// a goodbye while ranks 0 and 1 wait in the second. Waiting out the 30 s heartbeat
 // would be the bug (and a RENDEZVOUS_TIMEOUT, not PEER_LOST).
 TEST(RendezvousGatherTest, PeerLostMidGatherIsReportedPromptly) {
   const int port = FreePort();

@@ -1,4 +1,4 @@
-// The coordinator among strangers and silent peers (issue 14, items 5-7):
+// The coordinator among strangers and silent peers:
 // per-type frame bounds, ranks of another job (JOB_MISMATCH, dropped, the job
 // unaffected and its plan not told), a flood of idle and oversized
 // connections (bounded memory), the freeze-discounted silence count, and a

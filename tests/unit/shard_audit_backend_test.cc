@@ -1,4 +1,4 @@
-// The shard audit at the CPU backend (Backend::CopyPartial, CopyAuditShard):
+// The shard audit at the CPU backend (AuditedPartials::CopyPartial, CopyAuditShard):
 // the shard a second rank recomputes is its owner's partial bit for bit, and
 // auditing leaves the update as it was. The CUDA backend's twin runs in
 // cuda_backend_test.cc; the whole audit, end to end, in test_shard_audit.py.

@@ -6,6 +6,7 @@ add_executable(trainer_test
   ${CMAKE_CURRENT_LIST_DIR}/termination_cleanup_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/rank_env_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/ordered_reduce_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ordered_reduction_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/checksummed_passes_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/digest_pipeline_test.cc

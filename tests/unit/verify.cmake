@@ -4,15 +4,15 @@
 add_executable(verify_test
   ${CMAKE_CURRENT_LIST_DIR}/receipt_reader_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_cli_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_comparability_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_env_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/comparability_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rank_env_check_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_html_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_line_reader_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/line_reader_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_report_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_result_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_run_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_stream_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/verify_tolerance_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/result_check_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verifier_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/receipt_stream_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/loss_tolerance_test.cc
 )
 target_link_libraries(verify_test PRIVATE dmlp_verify_lib GTest::gtest_main)
 target_compile_definitions(verify_test PRIVATE

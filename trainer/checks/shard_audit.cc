@@ -92,9 +92,11 @@ Status ShardAudit::Finish() { return pending_ ? Verdict() : Status::Ok(); }
 Status ShardAudit::BeginHash(const AuditAssignment& assignment, int64_t microbatch) {
   const bool owner = plan_.process_id == assignment.owner;
   if (!owner && plan_.process_id != assignment.auditor) return Status::Ok();  // gives "" to the gather
+  AuditedPartials* partials = backend_.audited_partials();
+  if (partials == nullptr) return Status::Error("INTERNAL", "this backend has no shard audit");
   DMLP_ASSIGN_OR_RETURN(PartialCopy copy,
-                        owner ? backend_.CopyPartial(assignment.shard - plan_.first_shard())
-                              : backend_.CopyAuditShard(assignment.step, microbatch, assignment.shard));
+                        owner ? partials->CopyPartial(assignment.shard - plan_.first_shard())
+                              : partials->CopyAuditShard(assignment.step, microbatch, assignment.shard));
   try {
     hash_ = std::async(std::launch::async, [copy = std::move(copy)]() -> Result<std::string> {
       DMLP_RETURN_IF_ERROR(copy.ready());

@@ -1,7 +1,7 @@
 // defines: AuditAssignment, AuditScheduleFor, AuditVerdictLag, ShardAuditFailure,
 //          UnauditedPairs, kShardAuditFailed, ShardAudit
 //
-// The shard audit (issue 16; docs/reliability.md "Shard audit"). Comparing the ranks' state
+// The shard audit (docs/reliability.md "Shard audit"). Comparing the ranks' state
 // digests catches a rank whose copy of the state went wrong, but not a fault in
 // one rank's gradient computation: the ordered reduction hands that rank's
 // wrong shard partial to every rank alike, so all states agree. So, every

@@ -1,5 +1,6 @@
-// The CPU platform: CpuMlp (pinned CPU GEMM) per shard, ordered reduction over
-// Gloo, Adam on the host. The state lives as one canonical image, so a
+// The CPU platform: CpuMlp (pinned CPU GEMM) per shard, the ordered reduction
+// (trainer/reduction/) folding on the rank's threads with Gloo over TCP or a
+// shared segment moving the bytes, Adam on the host. The state lives as one canonical image, so a
 // snapshot is a single memcpy.
 #include <sched.h>
 
@@ -23,6 +24,7 @@
 #include "trainer/cpu/slice_checksum.h"
 #include "trainer/math/data.h"
 #include "trainer/math/ordered_reduce.h"
+#include "trainer/reduction/ordered_reduction.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 namespace dmlp {
@@ -55,7 +57,20 @@ ReductionLayout ReductionFor(const Plan& plan, const StateLayout& layout) {
           static_cast<size_t>(plan.shards_per_rank())};
 }
 
-class CpuBackend final : public Backend {
+// FoldShardsInOrder on the rank's threads: each element's sum is whole on one thread.
+class CpuFold final : public ShardFold {
+ public:
+  Status Fold(const float* partials, size_t shards, size_t stride, size_t length, float* out) override {
+    ParallelRanges(length, kElementGrain, [=](size_t first, size_t last) {
+      FoldShardsInOrder(partials + first, shards, stride, last - first, out + first);
+    });
+    return Status::Ok();
+  }
+
+  static constexpr size_t kElementGrain = 4096;  // floats
+};
+
+class CpuBackend final : public Backend, public AuditedPartials, public TestFaultTarget {
  public:
   CpuBackend(const Plan& plan, const StateLayout& layout, CpuMlp mlp,
              std::unique_ptr<Collectives> collectives)
@@ -63,26 +78,27 @@ class CpuBackend final : public Backend {
         layout_(layout),
         mlp_(std::move(mlp)),
         collectives_(std::move(collectives)),
-        reduction_(ReductionFor(plan, layout)),
+        reduction_(plan.reduction, ReductionFor(plan, layout), static_cast<int>(plan.process_id),
+                   static_cast<size_t>(plan.data_shards), fold_, collectives_.get()),
         image_(layout.image_bytes()),
         inputs_(static_cast<size_t>(plan.shard_size() * plan.model.features)),
-        labels_(static_cast<size_t>(plan.shard_size())),
-        shared_(dynamic_cast<SharedMemoryCollectives*>(collectives_.get())) {
-    if (shared_ && shared_->Partials(0) == nullptr) shared_ = nullptr;  // no reduction area: allreduce
-    const size_t partial_floats = reduction_.shards_per_rank * reduction_.padded_length();
-    if (shared_) {  // the ordered reduction runs in the segment (Reduce)
-      partials_ = shared_->Partials(static_cast<int>(plan.process_id));
+        labels_(static_cast<size_t>(plan.shard_size())) {
+    const ReductionLayout& shape = reduction_.layout();
+    // With shared memory the partials and the reduced vector lie in the segment.
+    const ReductionArea area = collectives_ ? collectives_->Area() : ReductionArea{};
+    buffers_.partial_stride = shape.padded_length();
+    if (area.partials != nullptr) {
+      buffers_.partials = area.partials;
+      buffers_.reduced = area.reduced;
+      seals_ = area.seals;
     } else {
-      own_partials_.resize(partial_floats);
-      partials_ = own_partials_.data();
-      reduced_.resize(reduction_.padded_length());
-    }
-    if (!shared_ && plan.num_processes > 1 && plan.reduction == Reduction::kOrdered) {
-      if (reduction_.shards_per_rank > 1) send_.resize(partial_floats);
-      receive_.resize(static_cast<size_t>(plan.data_shards) * reduction_.slice_length());
+      own_partials_.resize(shape.shards_per_rank * shape.padded_length());
+      reduced_.resize(shape.padded_length());
+      buffers_.partials = own_partials_.data();
+      buffers_.reduced = reduced_.data();
     }
     // Any rank may be asked to audit a shard (shard_audit.h), with one process none is.
-    if (plan.audits()) audit_partial_.resize(reduction_.padded_length());
+    if (plan.audits()) audit_partial_.resize(shape.padded_length());
   }
 
   nlohmann::json Fingerprint() const override {
@@ -112,24 +128,28 @@ class CpuBackend final : public Backend {
 
   Status ComputePartials(int64_t step, int64_t microbatch) override {
     update_ = "step " + std::to_string(step) + " microbatch " + std::to_string(microbatch);
-    for (size_t local = 0; local < reduction_.shards_per_rank; ++local) {
+    for (size_t local = 0; local < reduction_.layout().shards_per_rank; ++local) {
       ComputeShard(step, microbatch, plan_.first_shard() + static_cast<int64_t>(local),
-                   partials_ + local * reduction_.padded_length());
+                   Partial(static_cast<int64_t>(local)));
     }
     return Status::Ok();
   }
 
   Status ReduceAndApply() override {
-    DMLP_ASSIGN_OR_RETURN(const float* reduced, Reduce());
+    const float* reduced = nullptr;
+    {
+      PhaseTimer timer(collective_seconds_);  // the whole step 2, as on CUDA: exchange, fold, gather
+      DMLP_ASSIGN_OR_RETURN(reduced, reduction_.Reduce(buffers_, update_));
+    }
     PhaseTimer timer(optimizer_seconds_);
     int32_t count = 0;
     std::memcpy(&count, image_.data() + layout_.count_offset(), 4);
     count = AdamNextCount(count);
     const AdamScalars scalars = MakeAdamScalars(count, plan_.learning_rate);
-    if (shared_) {
+    if (seals_ != nullptr) {
       DMLP_RETURN_IF_ERROR(ApplySharedChecked(reduced, scalars));
     } else {
-      last_loss_ = reduced[reduction_.loss_index()] / static_cast<float>(plan_.batch);
+      last_loss_ = reduced[reduction_.layout().loss_index()] / static_cast<float>(plan_.batch);
       // Element-wise: each parameter's update reads only its own four values.
       const float* grad = reduced;
       float *p = params(), *m = mu(), *v = nu();
@@ -142,6 +162,9 @@ class CpuBackend final : public Backend {
   }
 
   Result<float> LastLoss() override { return last_loss_; }
+
+  AuditedPartials* audited_partials() override { return this; }
+  TestFaultTarget* test_faults() override { return this; }
 
   Status FlipBitForTests(size_t byte, int bit) override {
     image_.at(byte) ^= static_cast<uint8_t>(1u << bit);  // updates run inline: nothing in flight
@@ -157,7 +180,7 @@ class CpuBackend final : public Backend {
     return SnapshotWaiter([] { return Status::Ok(); });
   }
 
-  // The next update overwrites partials_, so the audit's copy is taken now;
+  // The next update overwrites the partials, so the audit's copy is taken now;
   // a recomputed shard is computed straight into the audit buffer.
   Result<PartialCopy> CopyPartial(int64_t local_shard) override {
     if (audit_partial_.empty()) return Status::Error("INTERNAL", "no audit buffer: the plan does not audit");
@@ -188,10 +211,7 @@ class CpuBackend final : public Backend {
 
  private:
   // What moved the reduction's bytes (never a bit, bit_settings.h).
-  const char* Transport() const {
-    if (!collectives_) return "none (1 process)";
-    return dynamic_cast<const SharedMemoryCollectives*>(collectives_.get()) ? "shared memory" : "tcp";
-  }
+  const char* Transport() const { return collectives_ ? collectives_->TransportName() : "none (1 process)"; }
 
   float* params() { return reinterpret_cast<float*>(image_.data()); }
   float* mu() { return reinterpret_cast<float*>(image_.data() + layout_.mu_offset()); }
@@ -203,7 +223,7 @@ class CpuBackend final : public Backend {
   }
 
   float* Partial(int64_t local_shard) {
-    return partials_ + static_cast<size_t>(local_shard) * reduction_.padded_length();
+    return buffers_.partials + static_cast<size_t>(local_shard) * buffers_.partial_stride;
   }
 
   // One shard's partial: its owner and its auditor (CopyAuditShard) run this
@@ -226,98 +246,22 @@ class CpuBackend final : public Backend {
       });
     }
     PhaseTimer timer(compute_seconds_);
-    partial[reduction_.loss_index()] =
-        mlp_.ShardGradient(params(), inputs_.data(), labels_.data(), plan_.batch, partial);
-    std::fill(partial + reduction_.loss_index() + 1, partial + reduction_.padded_length(), 0.0f);
-  }
-
-  // The reduced vector (gradient, loss sum, zeros): reduced_, the segment's
-  // (ReduceShared), or the one partial itself when one rank computes one
-  // shard (its fold would be a copy).
-  Result<const float*> Reduce() {
-    const size_t padded = reduction_.padded_length();
-    const size_t local_shards = reduction_.shards_per_rank;
-    if (plan_.reduction == Reduction::kAllreduce) {
-      Fold(partials_, local_shards, padded, padded, reduced_.data());
-      if (!collectives_) return reduced_.data();
-      PhaseTimer timer(collective_seconds_);
-      DMLP_RETURN_IF_ERROR(collectives_->AllReduceSum(reduced_.data(), padded));
-      return reduced_.data();
-    }
-    if (shared_) return ReduceShared();
-    if (!collectives_) {  // one rank: the same left fold over all shards, no bytes to move
-      if (local_shards == 1) return partials_;
-      Fold(partials_, local_shards, padded, padded, reduced_.data());
-      return reduced_.data();
-    }
-    const size_t slice = reduction_.slice_length();
-    // With one local shard the partial is already laid out [destination][slice].
-    const float* send = partials_;
-    if (local_shards > 1) {
-      PackForAllToAll(reduction_, partials_, send_.data());
-      send = send_.data();
-    }
-    {
-      PhaseTimer timer(collective_seconds_);
-      DMLP_RETURN_IF_ERROR(collectives_->AllToAll(send, receive_.data(), local_shards * slice));
-    }
-    // This rank's slice folds straight into its place in the result; the
-    // all-gather then runs in place.
-    float* own_slice = reduced_.data() + static_cast<size_t>(plan_.process_id) * slice;
-    Fold(receive_.data(), static_cast<size_t>(plan_.data_shards), slice, slice, own_slice);
-    PhaseTimer timer(collective_seconds_);
-    DMLP_RETURN_IF_ERROR(collectives_->AllGather(own_slice, reduced_.data(), slice));
-    return reduced_.data();
-  }
-
-  // The ordered reduction in the shared segment, where every rank's partials
-  // lie [rank][local shard][padded], i.e. [shard][padded]: once all are written,
-  // each rank folds its slice of every shard, in shard order (the order the
-  // all-to-all path folds its received blocks in: the same bits), into its
-  // slice of the segment's reduced vector; once all slices are there, every
-  // rank's optimizer reads the whole vector. Nobody writes a partial again
-  // before the next update's first barrier, which each rank reaches after its
-  // optimizer, nor a slice before that barrier. Two barriers, no copies but
-  // the fold's and the optimizer's blocks on their own stacks, where they take
-  // the checksums of what they read (checksummed_passes.h).
-  Result<const float*> ReduceShared() {
-    const size_t padded = reduction_.padded_length();
-    const size_t slice = reduction_.slice_length();
-    const size_t own = static_cast<size_t>(plan_.process_id) * slice;
-    {
-      PhaseTimer timer(collective_seconds_);
-      // Sealed here, not after ComputePartials: the shard audit's test fault
-      // flips a partial bit in between, and must reach the reduction as before.
-      SealSharedSlices(partials_, reduction_.shards_per_rank * static_cast<size_t>(plan_.num_processes), slice);
-      DMLP_RETURN_IF_ERROR(shared_->Barrier());
-    }
-    // The fold takes the checksums of this rank's slice of every partial
-    // from the bytes it reads, and of its reduced slice from those it writes.
-    const size_t shards = static_cast<size_t>(plan_.data_shards);
-    const float* partials = shared_->Partials(0) + own;
-    float* reduced = shared_->Reduced() + own;
-    const std::vector<uint64_t> checksums =
-        FoldSliceChecksummed(partials, shards, padded, slice, kElementGrain, reduced);
-    PhaseTimer timer(collective_seconds_);
-    for (size_t shard = 0; shard < shards; ++shard) {
-      DMLP_RETURN_IF_ERROR(CheckSharedSlice(partials + shard * padded, checksums[shard]));
-    }
-    shared_->SealSlice(reduced, checksums[shards]);
-    DMLP_RETURN_IF_ERROR(shared_->Barrier());
-    return shared_->Reduced();
+    const ReductionLayout& shape = reduction_.layout();
+    partial[shape.loss_index()] = mlp_.ShardGradient(params(), inputs_.data(), labels_.data(), plan_.batch, partial);
+    std::fill(partial + shape.loss_index() + 1, partial + shape.padded_length(), 0.0f);
   }
 
   // Adam from the segment's reduced vector, which takes the checksum of
   // every slice (every rank's) from the very bytes the update and the loss
   // read (AdamUpdateSliceChecksummed): a write into the vector since its
   // slices were sealed shows now, and fails the update before its receipt
-  // (ReduceShared). The same element-wise update as the unchecked loop: the
-  // same bits.
+  // (cpu/collectives_shm_reduction.cc). The same element-wise update as the
+  // unchecked loop: the same bits.
   Status ApplySharedChecked(const float* reduced, const AdamScalars& scalars) {
     static_assert(kElementGrain % kChecksumWordFloats == 0);
-    const size_t slice = reduction_.slice_length();
+    const size_t slice = reduction_.layout().slice_length();
     float loss = 0;
-    for (size_t start = 0; start < reduction_.padded_length(); start += slice) {
+    for (size_t start = 0; start < reduction_.layout().padded_length(); start += slice) {
       const uint64_t read = AdamUpdateSliceChecksummed(scalars, reduced, start, slice, layout_.parameter_count(),
                                                        kElementGrain, params(), mu(), nu(), &loss);
       DMLP_RETURN_IF_ERROR(CheckSharedSlice(reduced + start, read));
@@ -326,46 +270,13 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
-  // The checksums of this rank's partials, `count` consecutive slices of
-  // `slice` floats from `first` (collectives_shm.h): a pass of its own, the
-  // one the checks still add. The partials are written by the backward
-  // pass's GEMM tiles, bias-gradient sums and loss, milliseconds earlier and
-  // out of the caches by now, and the shard audit's test fault flips a bit
-  // after them; terms taken inside those kernels would seal bytes before the
-  // fault and put checksum work into the code that defines the gradient's
-  // bits. It reads the bytes and never writes them: no bit changes.
-  void SealSharedSlices(const float* first, size_t count, size_t slice) {
-    for (size_t i = 0; i < count; ++i) {
-      const float* written = first + i * slice;
-      shared_->SealSlice(written, ParallelChecksum(written, slice));
-    }
-  }
-
   // `checksum`: of what this rank read of the slice at `read`.
   Status CheckSharedSlice(const float* read, uint64_t checksum) {
-    if (Status checked = shared_->CheckSlice(read, checksum); !checked.ok()) return checked.WithContext(update_);
+    if (Status checked = seals_->CheckSlice(read, checksum); !checked.ok()) return checked.WithContext(update_);
     return Status::Ok();
   }
 
-  // SliceChecksum on the rank's threads: its terms add up in any split
-  // (pieces start at multiples of kElementGrain, a multiple of a checksum word).
-  static uint64_t ParallelChecksum(const float* slice, size_t count) {
-    static_assert(kElementGrain % kChecksumWordFloats == 0);
-    std::atomic<uint64_t> terms{0};
-    ParallelRanges(count, kElementGrain, [&](size_t first, size_t last) {
-      terms.fetch_add(ChecksumTerms(slice, first, last - first), std::memory_order_relaxed);
-    });
-    return FinishChecksum(terms.load(), count);
-  }
-
-  // FoldShardsInOrder on the rank's threads: each element's sum is whole on one thread.
-  static void Fold(const float* partials, size_t shards, size_t stride, size_t length, float* out) {
-    ParallelRanges(length, kElementGrain, [=](size_t first, size_t last) {
-      FoldShardsInOrder(partials + first, shards, stride, last - first, out + first);
-    });
-  }
-
-  static constexpr size_t kElementGrain = 4096;  // floats
+  static constexpr size_t kElementGrain = CpuFold::kElementGrain;  // floats
   static constexpr size_t kCopyGrain = 1 << 16;   // bytes
   static constexpr size_t kSampleGrain = 4;
 
@@ -373,16 +284,17 @@ class CpuBackend final : public Backend {
   StateLayout layout_;
   CpuMlp mlp_;
   std::unique_ptr<Collectives> collectives_;  // null with one process
-  ReductionLayout reduction_;
+  CpuFold fold_;
+  OrderedReduction reduction_;  // over fold_ and collectives_
   std::vector<uint8_t> image_;  // canonical state image: params, count, mu, nu
   std::vector<float> inputs_;
   std::vector<int32_t> labels_;
-  // The partials, [local shard][padded]: gradient, loss sum, zeros; in
-  // own_partials_, or in the shared segment's reduction area (shared_).
-  SharedMemoryCollectives* shared_;  // collectives_ when they share memory with an area; else null
-  float* partials_ = nullptr;
-  std::vector<float> own_partials_;
-  std::vector<float> send_, receive_, reduced_;
+  // The partials, [local shard][padded]: gradient, loss sum, zeros, and the
+  // reduced vector; in own_partials_ and reduced_, or in the shared segment's
+  // reduction area, whose readers check what they read (seals_).
+  ReductionBuffers buffers_;
+  SliceSeals* seals_ = nullptr;  // the segment's, when the reduction runs in it; else null
+  std::vector<float> own_partials_, reduced_;
   std::vector<float> audit_partial_;  // [padded]: a partial the shard audit hashes (its copy or a recomputed shard)
   float last_loss_ = 0;
   std::string update_;  // "step S microbatch M" of the partials: names an update in errors
@@ -429,7 +341,8 @@ Result<std::unique_ptr<Backend>> CreateCpuBackend(const Plan& plan, const StateL
   std::unique_ptr<Collectives> collectives;
   if (plan.num_processes > 1) {
     // With shared memory the ordered reduction runs in the segment's
-    // reduction area (Reduce); the sums of REDUCTION=allreduce are Gloo's.
+    // reduction area (ReductionTransport::Area); the sums of
+    // REDUCTION=allreduce are Gloo's.
     SharedSizes sizes;
     if (plan.reduction == Reduction::kOrdered) {
       const ReductionLayout reduction = ReductionFor(plan, layout);

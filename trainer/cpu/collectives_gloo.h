@@ -48,6 +48,7 @@ class GlooCollectives final : public Collectives {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   std::string Description() const override;
+  const char* TransportName() const override { return "tcp"; }
 
   Status AllToAll(const float* send, float* recv, size_t count_per_peer) override;
   Status AllGather(const float* send, float* recv, size_t count_per_rank) override;

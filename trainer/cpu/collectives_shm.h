@@ -6,7 +6,7 @@
 // between two barriers: no byte copied), and AllToAll, AllGather and Barrier
 // move bytes through it with one copy in and one out, where Gloo's TCP pairs
 // cost two copies through the kernel, system calls and wake-ups of Gloo's
-// loop thread (two ranks on two CPUs, issue 4's configuration: 9.3-11.8 ms of
+// loop thread (two ranks on two CPUs, train_bench.py's configuration: 9.3-11.8 ms of
 // every 58-65 ms update were the two TCP exchanges; in place, 0.9-1.3 ms;
 // docs/performance.md).
 // AllReduceSum stays Gloo's: the library that adds is in the fingerprint, and
@@ -17,9 +17,9 @@
 // and CRIU dumps and restores its pages with the job (tests/e2e/criu). Its
 // layout: a header (per rank, in its own cache line, the number of operations
 // it has published, a futex word; then the checksums, below); the reduction
-// area (every rank's partial gradients and the reduced vector, which
-// CpuBackend computes into and folds from in place, so its ordered reduction
-// copies nothing: two barriers); and
+// area (every rank's partial gradients and the reduced vector, which the
+// CPU backend computes into and the ordered reduction folds from in place,
+// so it copies nothing: two barriers, collectives_shm_reduction.cc); and
 // per rank two outboxes of `capacity` bytes for AllToAll and AllGather. Operation n (counted alike on every rank, since every call is
 // collective) writes outbox n % 2, publishes n, waits until every peer
 // published n and reads their outboxes n % 2. Two outboxes need no second
@@ -30,7 +30,7 @@
 // What a rank publishes carries a checksum (slice_checksum.h) that its
 // readers recompute from the bytes they read: every outbox block, after its
 // copy, and every slice of the reduction area (SealSlice, CheckSlice), where
-// CpuBackend's fold and optimizer take it from the values they load
+// the reduction's fold and the CPU backend's optimizer take it from the values they load
 // (checksummed_passes.h). Any process of the same user (or
 // root) can write into the segment through /proc/<pid>/fd; a stray write
 // between publisher and reader then fails the call with COLLECTIVE_ERROR
@@ -90,7 +90,7 @@ Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(
     Rendezvous& rendezvous, CpuTransport transport, const SharedSizes& sizes,
     const std::string& host_identity = LocalHostIdentity());
 
-class SharedMemoryCollectives final : public Collectives {
+class SharedMemoryCollectives final : public Collectives, public SliceSeals {
  public:
   /// How long one sleep on a peer's futex lasts before the loss checks run again.
   static constexpr std::chrono::milliseconds kWaitSlice{20};
@@ -102,6 +102,16 @@ class SharedMemoryCollectives final : public Collectives {
   /// Gloo's: fingerprint.collectives names the library that adds (a bit with
   /// REDUCTION=allreduce); fingerprint.transport says what moved the bytes.
   std::string Description() const override;
+  const char* TransportName() const override { return "shared memory"; }
+
+  // The ordered reduction in place in the reduction area, when there is one
+  // (collectives_shm_reduction.cc); else through the outboxes, as any Collectives.
+  ReductionArea Area() override;
+  Result<ShardSlices> Exchange(const float* partials, size_t local_shards, size_t stride,
+                               size_t slice) override;
+  Status FoldExchanged(ShardFold& fold, ShardSlices exchanged, size_t shards, size_t slice,
+                       float* own) override;
+  Status Gather(float* own, float* reduced, size_t slice) override;
 
   Status AllToAll(const float* send, float* recv, size_t count_per_peer) override;
   Status AllGather(const float* send, float* recv, size_t count_per_rank) override;
@@ -114,7 +124,7 @@ class SharedMemoryCollectives final : public Collectives {
 
   /// The reduction area (SharedSizes): rank r's partial_floats, which r writes
   /// and every rank may read between two Barrier()s, and the reduced vector,
-  /// whose slices the ranks write likewise. CpuBackend folds straight from
+  /// whose slices the ranks write likewise. The reduction folds straight from
   /// and into it, so the ordered reduction copies no byte at all. The same
   /// addresses for the collectives' life; null when the size asked was 0.
   float* Partials(int rank) const;
@@ -124,13 +134,13 @@ class SharedMemoryCollectives final : public Collectives {
   /// that starts at `slice`, which this rank has just written, for the ranks
   /// that read it after the next Barrier(). REQUIRES: SharedSizes::slice_floats
   /// > 0, `slice` at a multiple of it from Partials(0).
-  void SealSlice(const float* slice, uint64_t checksum);
+  void SealSlice(const float* slice, uint64_t checksum) override;
   /// After this rank read the slice at `slice` and computed `checksum` of
   /// what it read: COLLECTIVE_ERROR naming the slice and its writer when its
   /// writer sealed another (its bytes changed in between); then every later
   /// call fails with it. REQUIRES: as SealSlice, sealed before the Barrier()
   /// this rank passed since.
-  Status CheckSlice(const float* slice, uint64_t checksum);
+  Status CheckSlice(const float* slice, uint64_t checksum) override;
 
  private:
   friend Result<std::unique_ptr<Collectives>> ConnectCpuCollectives(Rendezvous&, CpuTransport,

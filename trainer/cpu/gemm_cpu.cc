@@ -1,7 +1,7 @@
 // The CPU platform's SGEMM: dmlp's own (ordered_sgemm.h), or BLIS with a pinned
 // sub-configuration and thread count for comparison; see gemm_cpu.h.
 //
-// Why dmlp's own (issue 29): BLIS gives the same bits on every x86-64 only
+// Why dmlp's own: BLIS gives the same bits on every x86-64 only
 // with one pinned kernel (skx), which a CPU without AVX-512 cannot run and
 // which is not tuned for every CPU that can; dmlp's order rule gives the same
 // bits with any kernel, so each CPU runs its fastest.

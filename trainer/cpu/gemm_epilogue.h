@@ -4,7 +4,7 @@
 // derivative), applied by the GEMM to each tile of C right after the tile's
 // last k-block, while it is in L1, instead of by a pass over the whole of C
 // later (from L2 or L3, with a barrier of its own): bench/cpu_floor measured
-// the separate passes at about 3 % of an update on issue 4's shapes.
+// the separate passes at about 3 % of an update on train_bench.py's shapes.
 //
 // Bits: each element's step reads that element of C, its column's bias or its
 // own mask element, and is one IEEE-rounded add, a compare or a select, so

@@ -72,7 +72,7 @@ inline void TransposeCopy(const float* src, size_t src_stride, int rows, int col
 #if defined(__x86_64__) && defined(__GNUC__)
 // The AVX-512 kernel's packers (compiled for AVX-512 by attribute, called only
 // where that kernel runs): the same copies in 64-byte registers. Measured on
-// issue 4's shapes: packing B took 5 % of a GEMM with 16-byte pieces, 4 % with these;
+// train_bench.py's shapes: packing B took 5 % of a GEMM with 16-byte pieces, 4 % with these;
 // the transposing copy half the time of TransposeCopy's 4 x 4 blocks.
 
 // dst + q * dst_step <- row + q * kWidth, kWidth floats each, for q < pieces (kWidth a multiple of 16).

@@ -1,7 +1,8 @@
-// The CUDA platform (DESIGN.md, issue 5): one GPU per rank, data generated on
+// The CUDA platform (DESIGN.md): one GPU per rank, data generated on
 // the GPU, cuBLAS GEMMs and this platform's kernels per shard (cuda/mlp_cuda.h),
-// the ordered reduction with NCCL (or, with COLLECTIVES=gloo, Gloo staged
-// through host memory: cuda/gloo_staged.h) moving bytes and cuda/fold.h adding them,
+// the ordered reduction (trainer/reduction/) with NCCL (or, with
+// COLLECTIVES=gloo, Gloo staged through host memory: cuda/gloo_staged.h)
+// moving bytes and cuda/fold.h adding them,
 // Adam on the device. Everything of an update runs on one compute stream; the
 // host only enqueues, so Update() returns before the GPU finished, and waits
 // (cuda/stream_wait.h) only in LastLoss, LoadState and the snapshot waiter.
@@ -36,6 +37,7 @@
 #include "trainer/math/device_macros.h"
 #include "trainer/math/ordered_reduce.h"
 #include "trainer/nccl_defaults.h"
+#include "trainer/reduction/ordered_reduction.h"
 #include "trainer/rendezvous/rendezvous.h"
 
 extern char** environ;
@@ -71,7 +73,19 @@ nlohmann::json CudaEnvironment() {
   return settings;
 }
 
-class CudaBackend final : public Backend {
+// The fold kernel on the update's stream.
+class DeviceFold final : public ShardFold {
+ public:
+  void set_stream(cudaStream_t stream) { stream_ = stream; }
+  Status Fold(const float* partials, size_t shards, size_t stride, size_t length, float* out) override {
+    return cuda::FoldShardsOnDevice(partials, shards, stride, length, out, stream_);
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaBackend final : public Backend, public AuditedPartials, public TestFaultTarget {
  public:
   CudaBackend(const Plan& plan, const StateLayout& layout) : plan_(plan), layout_(layout) {
     reduction_.parameter_count = layout.parameter_count();
@@ -113,7 +127,6 @@ class CudaBackend final : public Backend {
     if (ordered_exchange) {
       DMLP_ASSIGN_OR_RETURN(receive_, DeviceBuffer<float>::Create(size_t(plan_.data_shards) *
                                                                   reduction_.slice_length()));
-      DMLP_ASSIGN_OR_RETURN(folded_, DeviceBuffer<float>::Create(reduction_.slice_length()));
     }
     if (plan_.audits()) {
       // Any rank may be asked to audit a shard (shard_audit.h); zeroed once like
@@ -142,6 +155,13 @@ class CudaBackend final : public Backend {
           comm_, cuda::NcclComm::Create(rendezvous,
                                         std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
     }
+    fold_.set_stream(stream_.get());
+    if (comm_ != nullptr)
+      transport_ = std::make_unique<cuda::DeviceReductionTransport>(*comm_, stream_.get(), receive_.get());
+    reducer_ = std::make_unique<OrderedReduction>(plan_.reduction, reduction_,
+                                                  static_cast<int>(plan_.process_id),
+                                                  static_cast<size_t>(plan_.data_shards), fold_,
+                                                  transport_.get());
     initialized_ = true;
     return Status::Ok();
   }
@@ -204,6 +224,9 @@ class CudaBackend final : public Backend {
     DMLP_RETURN_IF_ERROR(broken_);
     return Guard([&] { return EnqueueReduceAndApply(); });
   }
+
+  AuditedPartials* audited_partials() override { return this; }
+  TestFaultTarget* test_faults() override { return this; }
 
   Result<PartialCopy> CopyPartial(int64_t local_shard) override {
     DMLP_RETURN_IF_ERROR(broken_);
@@ -379,7 +402,9 @@ class CudaBackend final : public Backend {
   /// Steps 2 and 3 of the update contract, after EnqueuePartials.
   Status EnqueueReduceAndApply() {
     cudaStream_t stream = stream_.get();
-    DMLP_ASSIGN_OR_RETURN(const float* gradient, Reduce(stream));
+    // Step 2: the partials' sum (padded: gradient, loss sum, zeros).
+    DMLP_ASSIGN_OR_RETURN(const float* gradient,
+                          reducer_->Reduce({partials_.get(), partial_stride_, reduced_.get()}, ""));
     DMLP_RETURN_IF_ERROR(profile_.Mark(PhaseProfile::kCollectives, stream));
     DMLP_RETURN_IF_ERROR(WaitForSnapshotCopy());
     const int32_t next_count = AdamNextCount(count_);
@@ -393,35 +418,6 @@ class CudaBackend final : public Backend {
     count_ = next_count;
     ++updates_;
     return Status::Ok();
-  }
-
-  /// Step 2 of the update contract (backend.h). Returns where the global
-  /// gradient and loss sum are (padded length): reduced_, or the partial itself
-  /// when the fold over one local shard would be a plain copy.
-  Result<const float*> Reduce(cudaStream_t stream) {
-    const size_t local_shards = reduction_.shards_per_rank;
-    const size_t padded = reduction_.padded_length();
-    if (plan_.reduction == Reduction::kAllreduce || comm_ == nullptr) {
-      // Local shards in order; one rank (ordered) needs nothing more: the same
-      // left fold over all shards. A fold of one shard is the shard's bits.
-      float* sum = partials_.get();
-      if (local_shards > 1) {
-        DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(partials_.get(), local_shards,
-                                                      partial_stride_, padded, reduced_.get(),
-                                                      stream));
-        sum = reduced_.get();
-      }
-      if (comm_ != nullptr)
-        DMLP_RETURN_IF_ERROR(comm_->AllReduceSum(sum, reduction_.loss_index() + 1, stream));
-      return static_cast<const float*>(sum);
-    }
-    const size_t slice = reduction_.slice_length();
-    DMLP_RETURN_IF_ERROR(comm_->AllToAllSlices(partials_.get(), local_shards, partial_stride_,
-                                               slice, receive_.get(), stream));
-    DMLP_RETURN_IF_ERROR(cuda::FoldShardsOnDevice(receive_.get(), size_t(plan_.data_shards), slice,
-                                                  slice, folded_.get(), stream));
-    DMLP_RETURN_IF_ERROR(comm_->AllGather(folded_.get(), reduced_.get(), slice, stream));
-    return static_cast<const float*>(reduced_.get());
   }
 
   const Plan plan_;
@@ -444,12 +440,15 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> inputs_;
   DeviceBuffer<int32_t> labels_;
   DeviceBuffer<float> partials_;          // [local shard][partial_stride_]: gradient, loss, zeros
-  DeviceBuffer<float> receive_, folded_;  // ordered exchange with several ranks
+  DeviceBuffer<float> receive_;          // ordered exchange with several ranks: [global shard][slice]
   DeviceBuffer<float> reduced_;           // padded: global gradient, loss sum, zeros
   DeviceBuffer<float> audit_partial_;     // [partial_stride_]: another rank's shard, recomputed for the audit
   SnapshotBuffer loss_host_{nullptr, &FreePinned};  // pinned float: the last update's loss sum
   SnapshotBuffer audit_host_{nullptr, &FreePinned};  // pinned [padded]: the partial the audit hashes
   std::unique_ptr<cuda::DeviceCollectives> comm_;  // null with one process
+  DeviceFold fold_;
+  std::unique_ptr<cuda::DeviceReductionTransport> transport_;  // over comm_; null with one process
+  std::unique_ptr<OrderedReduction> reducer_;  // step 2, over fold_ and transport_
   int32_t count_ = 0;  // Adam count of the state the next update starts from
   int64_t updates_ = 0;
   bool initialized_ = false;  // Initialize() succeeded

@@ -41,6 +41,7 @@ class GlooStagedCollectives final : public DeviceCollectives {
 
   Status AllToAllSlices(const float* partials, size_t local_shards, size_t stride, size_t slice,
                         float* receive, cudaStream_t stream) override;
+  /// In place too: `send` reaches the host before anything is copied back.
   Status AllGather(const float* send, float* receive, size_t count, cudaStream_t stream) override;
   Status AllReduceSum(float* data, size_t count, cudaStream_t stream) override;
   /// Gloo fails each call synchronously: nothing is ever pending on a peer.

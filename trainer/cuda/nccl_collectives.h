@@ -60,7 +60,8 @@ class NcclComm final : public DeviceCollectives {
   /// i.e. global shard order. Self slices are device copies. On `stream`.
   Status AllToAllSlices(const float* partials, size_t local_shards, size_t stride, size_t slice,
                         float* receive, cudaStream_t stream) override;
-  /// receive[q * count, (q+1) * count) = rank q's send. On `stream`.
+  /// receive[q * count, (q+1) * count) = rank q's send; in place (NCCL's
+  /// in-place all-gather) when send == receive + rank * count. On `stream`.
   Status AllGather(const float* send, float* receive, size_t count, cudaStream_t stream) override;
   /// In-place element-wise sum over ranks (NCCL's algorithm decides the order). On `stream`.
   Status AllReduceSum(float* data, size_t count, cudaStream_t stream) override;

@@ -25,7 +25,7 @@ Status CompareNcclVersions(int header_code, int library_code, const std::string&
 
 /// The version of the NCCL library this process runs with ("2.25.1"), not
 /// compared with the header: for a process that creates no communicator
-/// (1 rank, COLLECTIVES=gloo), where a mismatch cannot matter (issue 26).
+/// (1 rank, COLLECTIVES=gloo), where a mismatch cannot matter.
 Result<std::string> NcclLibraryVersion();
 
 /// The version of the NCCL library this process runs with ("2.25.1"), after

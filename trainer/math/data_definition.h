@@ -7,7 +7,7 @@
 // checkpoint written under another definition is refused on resume, ranks
 // built with different definitions do not pair up, and `dmlp-verify --against`
 // never calls runs from two definitions comparable. Change it whenever a bit of
-// any sample or initial parameter changes. (Until issue 24 dmlp drew both from
+// any sample or initial parameter changes. (dmlp once drew both from
 // Philox4x32-10 with Box-Muller normals; those runs have no such line.)
 #pragma once
 

@@ -20,13 +20,12 @@ void FoldShardsInOrder(const float* partials, size_t shards, size_t stride, size
   }
 }
 
-void PackForAllToAll(const ReductionLayout& layout, const float* partials, float* send) {
-  const size_t slice = layout.slice_length();
-  for (size_t destination = 0; destination < layout.world_size; ++destination) {
-    for (size_t shard = 0; shard < layout.shards_per_rank; ++shard) {
-      std::memcpy(send + (destination * layout.shards_per_rank + shard) * slice,
-                  partials + shard * layout.padded_length() + destination * slice,
-                  slice * sizeof(float));
+void PackForAllToAll(const float* partials, size_t local_shards, size_t stride, size_t world_size,
+                     size_t slice, float* send) {
+  for (size_t destination = 0; destination < world_size; ++destination) {
+    for (size_t shard = 0; shard < local_shards; ++shard) {
+      std::memcpy(send + (destination * local_shards + shard) * slice,
+                  partials + shard * stride + destination * slice, slice * sizeof(float));
     }
   }
 }

@@ -32,8 +32,9 @@ struct ReductionLayout {
 /// partial s starts at partials + s * stride. REQUIRES: shards >= 1.
 void FoldShardsInOrder(const float* partials, size_t shards, size_t stride, size_t length,
                        float* out);
-/// Rearranges local shard partials [shard][padded] into all-to-all blocks
-/// [destination rank][shard][slice].
-void PackForAllToAll(const ReductionLayout& layout, const float* partials, float* send);
+/// Rearranges local shard partials (shard s at partials + s * stride, slice q
+/// at its float q * slice) into all-to-all blocks [destination rank][shard][slice].
+void PackForAllToAll(const float* partials, size_t local_shards, size_t stride, size_t world_size,
+                     size_t slice, float* send);
 
 }  // namespace dmlp

@@ -43,10 +43,12 @@ import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "trainer"))
 sys.path.insert(0, str(HERE.parent / "engines"))
-from harness import BIN_DIR, LAUNCH, TRAIN, VERIFY, run  # noqa: E402
-from engines_e2e import PLACE_VARIABLES, check_same_run, torchrun_path  # noqa: E402
+from e2e_support import job_env, run  # noqa: E402
+from harness import BIN_DIR, LAUNCH, TRAIN, VERIFY  # noqa: E402
+from engines_e2e import PLACE_PREFIXES, PLACE_VARIABLES, check_same_run, torchrun_path  # noqa: E402
 from slurm_cluster import SlurmCluster, missing_programs as slurm_missing  # noqa: E402
 from cluster import Cluster, INTERFACE, missing_programs as cluster_missing  # noqa: E402
 
@@ -79,15 +81,10 @@ REFERENCE = Path(os.environ.get("DMLP_CLUSTER_REFERENCE",
                                 Path(tempfile.gettempdir()) / "dmlp-cluster-reference"))
 
 
-def job_env(out_dir, **extra):
+def plan_env(out_dir, **extra):
     """This process's environment without any rank placement, plus the plan."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in PLACE_VARIABLES and k != "DMLP_JOB_ID"
-           and not k.startswith(("SLURM_", "OMPI_", "PMIX_"))}
-    env.update(PLAN)
-    env["OUT_DIR"] = str(out_dir)
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+    return job_env({**PLAN, "OUT_DIR": out_dir, **extra},
+                   drop=(*PLACE_VARIABLES, "DMLP_JOB_ID"), drop_prefixes=PLACE_PREFIXES)
 
 
 def receipt_files(ranks):
@@ -171,7 +168,7 @@ class ClusterTest(unittest.TestCase):
         """One dmlp-launch --nnodes len(hosts) per host; rank 0 on hosts[0]."""
         place = {"NUM_PROCESSES": RANKS_PER_HOST * len(hosts), "COORDINATOR_ADDRESS": hosts[0],
                  "COORDINATOR_PORT": PORT, "DMLP_JOB_ID": "cluster-" + secrets.token_hex(8)}
-        env = job_env(out_dir, **dict(place, **extra))
+        env = plan_env(out_dir, **dict(place, **extra))
         return {host: self.start_on(host, [LAUNCH, "--grace", GRACE, "--nnodes", len(hosts),
                                            "--node-rank", index, TRAIN], env, f"launch-{host}")
                 for index, host in enumerate(hosts)}
@@ -205,7 +202,7 @@ def make_reference():
     """The plan on one host (node1) under dmlp-launch, into REFERENCE."""
     shutil.rmtree(REFERENCE, ignore_errors=True)
     REFERENCE.parent.mkdir(parents=True, exist_ok=True)
-    env = job_env(REFERENCE, NUM_PROCESSES=RANKS_PER_HOST * 3, COORDINATOR_PORT=PORT)
+    env = plan_env(REFERENCE, NUM_PROCESSES=RANKS_PER_HOST * 3, COORDINATOR_PORT=PORT)
     with Cluster() as cluster:
         result = subprocess.run(cluster.command("node1", [LAUNCH, "--grace", GRACE, TRAIN]), env=env,
                                 capture_output=True, text=True, timeout=JOB_TIMEOUT,
@@ -323,7 +320,7 @@ class Slurm(ClusterTest):
 
     def test_srun_three_nodes(self):
         out = self.scratch / "run"
-        env = dict(job_env(out, COORDINATOR_PORT=PORT), **self.slurm.env)
+        env = dict(plan_env(out, COORDINATOR_PORT=PORT), **self.slurm.env)
         code = self.run_on("node1", ["srun", "-N3", "--ntasks-per-node=2", "--kill-on-bad-exit=1", TRAIN],
                            env, "srun")
         self.assertEqual(code, 0, self.all_logs())
@@ -338,7 +335,7 @@ class Slurm(ClusterTest):
         script = apply_changes(script, SBATCH_CHANGES, scratch=self.scratch)
         (self.scratch / "runs").mkdir()
         (self.scratch / "job.sbatch").write_text(script)
-        env = dict(job_env(self.scratch / "unused"), **self.slurm.env)
+        env = dict(plan_env(self.scratch / "unused"), **self.slurm.env)
         with open(self.scratch / "job.sbatch", "rb") as stdin:  # as the docs' heredoc: on stdin
             code = self.run_on("node1", ["sbatch", "--wait"], env, "sbatch", stdin=stdin)
         job_id = re.search(r"Submitted batch job (\d+)", self.log("sbatch"))
@@ -359,7 +356,7 @@ class OpenMpi(ClusterTest):
         command = apply_changes(block, MPIRUN_CHANGES, agent=HERE / "rsh_agent.sh")
         (self.scratch / "hosts").write_text("".join(f"{h} slots=2\n" for h in self.cluster.hosts))
         out = self.scratch / "run"
-        env = job_env(out, DMLP_CLUSTER_PREFIX=self.cluster.prefix)
+        env = plan_env(out, DMLP_CLUSTER_PREFIX=self.cluster.prefix)
         code = self.run_on("node1", ["/bin/sh", "-c", command], env, "mpirun")
         self.assertEqual(code, 0, self.all_logs())
         self.assertIn("dmlp-train: 6 ranks placed by openmpi; coordinator node1:12355 from "
@@ -372,7 +369,7 @@ class Torchrun(ClusterTest):
     """torchrun --nnodes 3, one agent per host, a c10d rendezvous (not in CI)."""
 
     def start_agents(self, out, rdzv_host, **extra):
-        env = job_env(out, COORDINATOR_PORT=PORT, DMLP_JOB_ID="cluster-" + secrets.token_hex(8),
+        env = plan_env(out, COORDINATOR_PORT=PORT, DMLP_JOB_ID="cluster-" + secrets.token_hex(8),
                       **extra)
         return {host: self.start_on(host, [torchrun_path(), "--no-python", "--nnodes", "3",
                                            "--nproc-per-node", RANKS_PER_HOST, "--max-restarts", "0",

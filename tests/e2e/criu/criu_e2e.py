@@ -1,4 +1,4 @@
-"""Freeze and restore for real (issue 25): a 2-rank CPU job (dmlp-launch and
+"""Freeze and restore for real (CRIU): a 2-rank CPU job (dmlp-launch and
 both ranks, their TCP connections, rank 0's flock on dmlp.lock) dumped whole
 by CRIU (tools/criu.sh, Debian sid's 4.2) and restored, each case compared
 byte for byte with an uninterrupted run of the same job:
@@ -42,7 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", HERE.parents[2]))
 sys.path.insert(0, str(SOURCE / "tests" / "e2e" / "trainer"))
-from harness import (LAUNCH, TRAIN, BIN_DIR, JobTestCase, job_env, launch,  # noqa: E402
+from harness import (LAUNCH, TRAIN, BIN_DIR, JobTestCase, tiny_job_env, launch,  # noqa: E402
                      line_count, rank_pids, verify, wait_for)
 from freeze import (CRIU, alive, become_subreaper, children_of, dump, end_tree,  # noqa: E402
                     exit_status, hold, log_tail, release, restore, restore_command, spawn)
@@ -117,7 +117,7 @@ class Freeze(JobTestCase):
         return self.root
 
     def start_launcher(self, out, **overrides):
-        return self.start_job([LAUNCH, "--grace", "5", TRAIN], job_env(out, 2, **PLAN, **overrides))
+        return self.start_job([LAUNCH, "--grace", "5", TRAIN], tiny_job_env(out, 2, **PLAN, **overrides))
 
     def wait_steps(self, out, steps):
         def reached():
@@ -268,7 +268,7 @@ class Freeze(JobTestCase):
     def test_e_run_sh(self):
         baseline = self.baseline()
         out = self.scratch / "run"
-        env = job_env(out, 2, **PLAN)
+        env = tiny_job_env(out, 2, **PLAN)
         env["PATH"] = f"{BIN_DIR}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
         self.start_job([RUN_SH], env)
         self.wait_steps(out, 5)

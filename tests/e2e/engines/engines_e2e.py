@@ -24,8 +24,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "trainer"))
-from harness import LAUNCH, TRAIN, VERIFY, run  # noqa: E402
+from e2e_support import job_env, run  # noqa: E402
+from harness import LAUNCH, TRAIN, VERIFY  # noqa: E402
 from slurm_cluster import SlurmCluster, missing_programs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -45,6 +47,8 @@ PLACE_VARIABLES = (
     "NUM_PROCESSES", "PROCESS_ID", "LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR",
     "MASTER_PORT", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "PMIX_RANK", "TORCHELASTIC_RUN_ID",
 )
+# ...and the prefixes of those that Slurm and Open MPI set.
+PLACE_PREFIXES = ("SLURM_", "OMPI_", "PMIX_")
 JOB_TIMEOUT = 180
 # Ports: DMLP_E2E_PORT_BASE (default 18100) .. +49 for coordinators, +50/+51 for Slurm.
 PORT_BASE = int(os.environ.get("DMLP_E2E_PORT_BASE", "18100"))
@@ -65,12 +69,8 @@ def coordinator_port():
 
 
 def base_env(out_dir, mark, **extra):
-    env = {k: v for k, v in os.environ.items()
-           if k not in PLACE_VARIABLES and not k.startswith(("SLURM_", "OMPI_", "PMIX_"))}
-    env.update(PLAN)
-    env.update({"OUT_DIR": str(out_dir), MARK: mark})
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+    return job_env({**PLAN, "OUT_DIR": out_dir, MARK: mark, **extra},
+                   drop=PLACE_VARIABLES, drop_prefixes=PLACE_PREFIXES)
 
 
 def kill_marked(mark):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/digest_row.sh (the kit's "digest threads" row) against two
 # stand-ins for gpu_bench, without a GPU:
-#   1. a gpu_bench from before issue 26: --help lists --digest-threads, which
+#   1. a gpu_bench from before --digest-sweep: --help lists --digest-threads, which
 #      takes a value; called without one it stops at CLI11's error. The row
 #      must SKIP (the old row grepped --help for --digest-threads and FAILed).
 #   2. a gpu_bench with --digest-sweep whose host figures come from the real

@@ -30,11 +30,14 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import free_port, job_env  # noqa: E402
 
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 BIN = Path(os.environ.get("DMLP_BIN_DIR", SOURCE / "build" / "bin")).resolve()
@@ -181,12 +184,6 @@ def broken_links(path, root):
     return broken
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
 class Structure(unittest.TestCase):
     def setUp(self):
         self.text = README.read_text()
@@ -327,8 +324,7 @@ class Commands(unittest.TestCase):
         (cls.scratch / "build").mkdir()
         (cls.scratch / "build" / "bin").symlink_to(BIN)
         cls.port = free_port()
-        cls.env = {k: v for k, v in os.environ.items()
-                   if k not in plan_names() | EXTRA_DOCUMENTED and not k.startswith(("NCCL_", "DMLP_"))}
+        cls.env = job_env({}, drop=plan_names() | EXTRA_DOCUMENTED, drop_prefixes=("NCCL_", "DMLP_"))
         cls.blocks = [(body, f"{shown(doc)}:{line}") for doc in documents()
                       for info, body, line in fenced_blocks(doc.read_text(), shown(doc))
                       if info == "sh" and run_by(body)[0] == "readme-test"]

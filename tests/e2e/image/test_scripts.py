@@ -19,12 +19,15 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import free_port, job_env, run  # noqa: E402
 
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 BIN = Path(os.environ.get("DMLP_BIN_DIR", SOURCE / "build" / "bin")).resolve()
@@ -40,30 +43,16 @@ TINY = {"STEPS": "6", "SEED": "42", "BATCH": "32", "MICROBATCHES": "2", "LEARNIN
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
 def clean_env(path_first=(), **settings):
     """os.environ without any job variable, plus `settings` and PATH entries in front."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in JOB_NAMES and not k.startswith(("NCCL_", "DMLP_"))}
-    env["PATH"] = os.pathsep.join([*map(str, path_first), env.get("PATH", "/usr/bin:/bin")])
-    env.update({k: str(v) for k, v in settings.items()})
-    return env
+    path = os.pathsep.join([*map(str, path_first), os.environ.get("PATH", "/usr/bin:/bin")])
+    return job_env({"PATH": path, **settings}, drop=JOB_NAMES, drop_prefixes=("NCCL_", "DMLP_"))
 
 
 def write_script(path, text):
     path.write_text("#!/bin/sh\n" + text)
     path.chmod(0o755)
     return path
-
-
-def run(args, env, timeout=120, cwd=None):
-    return subprocess.run([str(a) for a in args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def descendants(pid):
@@ -113,10 +102,10 @@ class ScratchCase(unittest.TestCase):
     def tearDown(self):
         subprocess.run(["rm", "-rf", str(self.scratch)], check=False)
 
-    def job_env(self, out="run", path_first=(BIN,), **overrides):
-        settings = {**TINY, "OUT_DIR": self.scratch / out, "COORDINATOR_PORT": free_port()}
-        settings.update(overrides)
-        return clean_env(path_first, **{k: v for k, v in settings.items() if v is not None})
+    def tiny_job_env(self, out="run", path_first=(BIN,), **overrides):
+        """The TINY job writing into scratch/`out`; an override of None unsets the name."""
+        return clean_env(path_first, **{**TINY, "OUT_DIR": self.scratch / out,
+                                        "COORDINATOR_PORT": free_port(), **overrides})
 
     def assert_complete_run(self, out_dir, processes):
         names = sorted(p.name for p in out_dir.iterdir())
@@ -131,7 +120,7 @@ class ScratchCase(unittest.TestCase):
 
 class RunSh(ScratchCase):
     def test_cpu_job_runs_and_is_verified(self):
-        done = run([RUN_SH], self.job_env())
+        done = run([RUN_SH], self.tiny_job_env())
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(done.stdout.count("METRIC step="), 6)
         self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")
@@ -162,13 +151,13 @@ class RunSh(ScratchCase):
         ]
         for overrides, message in cases:
             with self.subTest(overrides=overrides):
-                done = run([RUN_SH], self.job_env(**overrides))
+                done = run([RUN_SH], self.tiny_job_env(**overrides))
                 self.assertEqual(done.returncode, 2, done.stderr)
                 self.assertEqual(done.stderr.strip(), message)
                 self.assertFalse((self.scratch / "run").exists())
 
     def test_leading_zeros_are_a_number_as_for_dmlp_train(self):
-        done = run([RUN_SH], self.job_env(NUM_PROCESSES="02"))
+        done = run([RUN_SH], self.tiny_job_env(NUM_PROCESSES="02"))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assert_complete_run(self.scratch / "run", 2)
 
@@ -176,7 +165,7 @@ class RunSh(ScratchCase):
         fakes = self.scratch / "fakes"
         fakes.mkdir()
         write_script(fakes / "nvidia-smi", 'echo "nvidia-smi $*"\nexit 9\n')
-        done = run([RUN_SH], self.job_env(path_first=(fakes, BIN), PLATFORM="cuda",
+        done = run([RUN_SH], self.tiny_job_env(path_first=(fakes, BIN), PLATFORM="cuda",
                                           CUDA_VISIBLE_DEVICES="3"))
         self.assertEqual(done.returncode, 9, done.stderr)
         self.assertEqual(done.stdout.strip(),
@@ -196,7 +185,7 @@ class RunSh(ScratchCase):
         (alone / "run.sh").chmod(0o755)
         if "libcudart" in run(["ldd", BIN / "dmlp-train"], clean_env()).stdout:
             self.skipTest("these programs were built with CUDA: nothing to refuse")
-        done = run([alone / "run.sh"], self.job_env(path_first=(fakes, BIN), PLATFORM="cuda"))
+        done = run([alone / "run.sh"], self.tiny_job_env(path_first=(fakes, BIN), PLATFORM="cuda"))
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("run.sh: error: PROGRAMS_MISSING: no usable dmlp-launch dmlp-train dmlp-verify",
                       done.stderr)
@@ -207,9 +196,9 @@ class RunSh(ScratchCase):
         (alone / "run.sh").write_bytes(RUN_SH.read_bytes())
         (alone / "run.sh").chmod(0o755)
         (alone / "build" / "bin").symlink_to(BIN)
-        if "dmlp-launch" in run(["sh", "-c", "command -v dmlp-launch"], self.job_env(path_first=())).stdout:
+        if "dmlp-launch" in run(["sh", "-c", "command -v dmlp-launch"], self.tiny_job_env(path_first=())).stdout:
             self.skipTest("dmlp-launch is installed on PATH here; PATH comes first")
-        done = run([alone / "run.sh"], self.job_env(path_first=()))
+        done = run([alone / "run.sh"], self.tiny_job_env(path_first=()))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn(f"run.sh: programs: {alone}/build/bin", done.stderr)
 
@@ -218,7 +207,7 @@ class RunSh(ScratchCase):
         alone.mkdir()
         (alone / "run.sh").write_bytes(RUN_SH.read_bytes())
         (alone / "run.sh").chmod(0o755)
-        env = self.job_env(path_first=())
+        env = self.tiny_job_env(path_first=())
         if "dmlp-launch" in run(["sh", "-c", "command -v dmlp-launch"], env).stdout:
             self.skipTest("dmlp-launch is installed on PATH here")
         done = run([alone / "run.sh"], env)
@@ -226,9 +215,9 @@ class RunSh(ScratchCase):
         self.assertIn("PROGRAMS_MISSING", done.stderr)
 
     def test_failed_job_exits_with_its_status_and_is_still_verified(self):
-        first = run([RUN_SH], self.job_env())
+        first = run([RUN_SH], self.tiny_job_env())
         self.assertEqual(first.returncode, 0, first.stderr)
-        again = run([RUN_SH], self.job_env())  # the run directory is complete already
+        again = run([RUN_SH], self.tiny_job_env())  # the run directory is complete already
         self.assertEqual(again.returncode, 1, again.stderr)
         self.assertIn("OUTPUT_ALREADY_COMPLETE", again.stdout + again.stderr)
         self.assertEqual(again.stdout.rstrip().splitlines()[-1], "PASS")
@@ -239,12 +228,12 @@ class RunSh(ScratchCase):
                          ["run.report.html"])
 
     def test_configuration_refused_by_dmlp_train(self):
-        done = run([RUN_SH], self.job_env(BATCH="33"))  # not divisible by NUM_PROCESSES
+        done = run([RUN_SH], self.tiny_job_env(BATCH="33"))  # not divisible by NUM_PROCESSES
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("ENV_INVALID: BATCH must be divisible by NUM_PROCESSES", done.stdout + done.stderr)
 
     def test_sigterm_reaches_the_job_once_and_the_receipts_are_verified(self):
-        env = self.job_env(STEPS="1000000")
+        env = self.tiny_job_env(STEPS="1000000")
         with subprocess.Popen([str(RUN_SH)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, text=True) as job:
             try:
@@ -271,7 +260,7 @@ class RunSh(ScratchCase):
         settings = {"STEPS": "3000", "CHECKPOINT_EVERY": "100"}
         out_dir = self.scratch / "run"
         job_procs = {}
-        with subprocess.Popen([str(RUN_SH)], env=self.job_env(**settings), stdout=subprocess.PIPE,
+        with subprocess.Popen([str(RUN_SH)], env=self.tiny_job_env(**settings), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True) as job:
             try:
                 self.assertIn("METRIC step=1", job.stdout.readline())
@@ -297,10 +286,10 @@ class RunSh(ScratchCase):
         verdict = run([BIN / "dmlp-verify", out_dir], clean_env())
         self.assertEqual((verdict.returncode, verdict.stdout.rstrip().splitlines()[-1]), (3, "INCOMPLETE"),
                          verdict.stdout + verdict.stderr)
-        resumed = run([RUN_SH], self.job_env(RESUME="1", **settings))
+        resumed = run([RUN_SH], self.tiny_job_env(RESUME="1", **settings))
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
         self.assertEqual(resumed.stdout.rstrip().splitlines()[-1], "PASS")
-        whole = run([RUN_SH], self.job_env(out="whole", **settings))
+        whole = run([RUN_SH], self.tiny_job_env(out="whole", **settings))
         self.assertEqual(whole.returncode, 0, whole.stderr)
         against = run([BIN / "dmlp-verify", "--against", self.scratch / "whole", out_dir], clean_env())
         self.assertEqual(against.returncode, 0, against.stdout + against.stderr)
@@ -320,7 +309,7 @@ class RunSh(ScratchCase):
             with self.subTest(what=what):
                 report = scratch / f"run-{number}.report.html"
                 plant(report)
-                done = run([RUN_SH], self.job_env(out=f"run-{number}"))
+                done = run([RUN_SH], self.tiny_job_env(out=f"run-{number}"))
                 self.assertEqual(done.returncode, 0, done.stderr)
                 self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")
                 self.assertIn("run.sh: job complete and verified", done.stderr)
@@ -356,7 +345,7 @@ class InstalledLayout(ScratchCase):
         script.parent.mkdir(parents=True)
         script.write_bytes(RUN_SH.read_bytes())
         script.chmod(0o755)
-        done = run([script], self.job_env(path_first=(prefix / "bin",)), cwd=self.scratch)
+        done = run([script], self.tiny_job_env(path_first=(prefix / "bin",)), cwd=self.scratch)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn(f"run.sh: programs: {prefix / 'bin'}", done.stderr)
         self.assertEqual(done.stdout.rstrip().splitlines()[-1], "PASS")

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Stand-in rank for the dmlp-launch e2e tests (see launch_e2e.py). What it
+# Stand-in rank for the dmlp-launch e2e tests (see test_*.py). What it
 # does comes from the environment:
 #   STAND_IN_DIR          where it writes rank-$PROCESS_ID.pid (its own pid) and
 #                         bg-$PROCESS_ID.pid (its background child); required.

@@ -40,12 +40,14 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import free_port, job_env, run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 RUN_REFERENCE = REPO / "bench" / "reference" / "run_reference.sh"
@@ -55,7 +57,7 @@ STEPS = 50
 STEP1_REL = 1e-6
 # name -> (plan, the bound every step must stay within, relative)
 PLANS = {
-    # The issue's plan (issue 24): docs/verifier.md's figures are for this one.
+    # The plan the comparison was first made with: docs/verifier.md's figures are for it.
     "small": ({"SEED": "5", "LEARNING_RATE": "0.003", "BATCH": "64", "MICROBATCHES": "2",
                "FEATURES": "32", "WIDTH": "64", "LAYERS": "2", "CLASSES": "5"}, 1e-5),
     # Awkward for vector code: FEATURES not a multiple of 4, CLASSES not a
@@ -64,12 +66,6 @@ PLANS = {
               "FEATURES": "27", "WIDTH": "96", "LAYERS": "3", "CLASSES": "7"}, 1e-5),
 }
 RANKS = (1, 2)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def find_reference_dir():
@@ -96,36 +92,34 @@ def find_reference_python():
     return found.stdout.strip() if found.returncode == 0 else None
 
 
-def run(args, env, timeout, what):
+def run_timed(args, env, timeout, what):
+    """Runs `args` to a zero exit (else AssertionError naming `what`); returns it and its seconds."""
     started = time.monotonic()
-    result = subprocess.run([str(a) for a in args], env=env, capture_output=True, text=True,
-                            timeout=timeout, stdin=subprocess.DEVNULL)
+    result = run(args, env, timeout)
     if result.returncode != 0:
         raise AssertionError(f"{what} exited {result.returncode}\n--- stdout\n{result.stdout[-4000:]}"
                              f"\n--- stderr\n{result.stderr[-4000:]}")
     return result, time.monotonic() - started
 
 
-def job_env(plan, ranks, out_dir):
-    env = {k: v for k, v in os.environ.items() if k not in ("PROCESS_ID", "OUT_DIR")}
-    env.update(plan)
-    env.update({"STEPS": str(STEPS), "NUM_PROCESSES": str(ranks), "OUT_DIR": str(out_dir),
-                "HEARTBEAT_TIMEOUT_SECONDS": "120", "COORDINATOR_PORT": str(free_port())})
-    return env
+def plan_env(plan, ranks, out_dir):
+    return job_env({**plan, "STEPS": STEPS, "NUM_PROCESSES": ranks, "OUT_DIR": out_dir,
+                    "HEARTBEAT_TIMEOUT_SECONDS": "120", "COORDINATOR_PORT": free_port()},
+                   drop=("PROCESS_ID", "OUT_DIR"))
 
 
 def run_reference(python, plan, ranks, out_dir, log_dir):
-    env = job_env(plan, ranks, out_dir)
+    env = plan_env(plan, ranks, out_dir)
     env.update({"REFERENCE_PYTHON": python, "REFERENCE_DIR": str(find_reference_dir()),
                 "LOG_DIR": str(log_dir)})
-    _, seconds = run(["bash", RUN_REFERENCE], env, 600, f"the reference ({ranks} rank(s))")
+    _, seconds = run_timed(["bash", RUN_REFERENCE], env, 600, f"the reference ({ranks} rank(s))")
     return seconds
 
 
 def run_dmlp(bin_dir, plan, ranks, out_dir):
-    env = job_env(plan, ranks, out_dir)
+    env = plan_env(plan, ranks, out_dir)
     env.update({"PLATFORM": "cpu", "DATA_SHARDS": "2"})
-    _, seconds = run([bin_dir / "dmlp-launch", "--grace", "5", bin_dir / "dmlp-train"], env, 300,
+    _, seconds = run_timed([bin_dir / "dmlp-launch", "--grace", "5", bin_dir / "dmlp-train"], env, 300,
                      f"dmlp ({ranks} rank(s))")
     return seconds
 

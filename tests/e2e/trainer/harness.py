@@ -4,12 +4,15 @@ platform with tiny configurations, and end every process we start by pid."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import free_port, job_env, run  # noqa: E402,F401 (free_port and run: for the tests)
 
 BIN_DIR = Path(os.environ.get("DMLP_BIN_DIR", "build")).resolve()
 LAUNCH = BIN_DIR / "dmlp-launch"
@@ -26,30 +29,16 @@ TINY = {
 RUN_FILES = ("metrics.jsonl", "state.safetensors")
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def job_env(out_dir, processes, **overrides):
-    env = {k: v for k, v in os.environ.items()
-           if k not in TINY and k not in ("NUM_PROCESSES", "PROCESS_ID", "OUT_DIR")}
-    env.update(TINY)
-    env.update({"OUT_DIR": str(out_dir), "NUM_PROCESSES": str(processes),
-                "COORDINATOR_PORT": str(free_port())})
-    env.update({k: str(v) for k, v in overrides.items()})
-    return env
-
-
-def run(args, env=None, timeout=120):
-    return subprocess.run([str(a) for a in args], env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+def tiny_job_env(out_dir, processes, **overrides):
+    """The TINY job on `processes` ranks writing into `out_dir`, `overrides` on top."""
+    return job_env({**TINY, "OUT_DIR": out_dir, "NUM_PROCESSES": processes,
+                    "COORDINATOR_PORT": free_port(), **overrides},
+                   drop=(*TINY, "NUM_PROCESSES", "PROCESS_ID", "OUT_DIR"))
 
 
 def launch(out_dir, processes, timeout=180, **overrides):
     """Runs dmlp-launch -> dmlp-train for a whole job; returns CompletedProcess."""
-    return run([LAUNCH, "--grace", "5", str(TRAIN)], job_env(out_dir, processes, **overrides),
+    return run([LAUNCH, "--grace", "5", str(TRAIN)], tiny_job_env(out_dir, processes, **overrides),
                timeout=timeout)
 
 

@@ -1,10 +1,12 @@
 """dmlp-train --config FILE against files a user got wrong: a raw control
 byte is refused with its place before the YAML parser sees it, and a bad value
-from the file names the file and its key, not an environment variable."""
+from the file names the file and its key, not an environment variable; a file
+that cannot be read, an empty name and an escaped NUL in a value are refused."""
 
 import unittest
+from pathlib import Path
 
-from harness import TRAIN, JobTestCase, job_env, run
+from harness import TRAIN, JobTestCase, tiny_job_env, run
 
 RAW_BYTE = "(YAML allows only tab, LF and CR raw)"
 
@@ -14,7 +16,7 @@ class ConfigFile(JobTestCase):
         """dmlp-train of a one-rank job under the file `config_bytes`, without the variables `unset`."""
         config = self.scratch / "job.yaml"
         config.write_bytes(config_bytes)
-        env = job_env(self.scratch / "run", 1, PROCESS_ID=0, **overrides)
+        env = tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, **overrides)
         for name in unset:
             del env[name]
         return config, run([TRAIN, "--config", config], env)
@@ -55,6 +57,35 @@ class ConfigFile(JobTestCase):
         # The environment wins over the file, and so its value's error is its own.
         _, result = self.train(b"batch: 16\n", BATCH="sixteen")
         self.assertEqual(result.stderr, "dmlp-train: error: ENV_INVALID: BATCH='sixteen' is not an integer\n")
+
+    def test_a_config_that_cannot_be_read_is_config_invalid(self):
+        # Was std::__ios_failure: SIGABRT, exit 134.
+        directory = self.scratch / "d.yaml"
+        directory.mkdir()
+        for path in (directory, Path("/proc/self/mem")):
+            with self.subTest(path=str(path)):
+                result = run([TRAIN, "--config", path], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0))
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertRegex(result.stderr, rf"^dmlp-train: error: CONFIG_INVALID: {path}: cannot be read"
+                                                r"[^\n]*\n$")
+
+    def test_an_empty_config_name_is_refused(self):
+        result = run([TRAIN, "--config", ""], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0))
+        self.assertEqual(result.returncode, 2, result.stderr)  # ran with no config before
+        self.assertEqual(result.stderr, "dmlp-train: error: CONFIG_INVALID: --config names no file\n")
+        self.assertFalse((self.scratch / "run").exists())
+
+    def test_nul_in_a_config_value_is_refused(self):
+        config = self.scratch / "job.yaml"
+        evil = self.scratch / "nulA"
+        config.write_text(f'out_dir: "{evil}\\0/evil"\n')
+        env = tiny_job_env(self.scratch / "unused", 1, PROCESS_ID=0)  # a whole job of one rank
+        del env["OUT_DIR"]
+        result = run([TRAIN, "--config", config], env)
+        self.assertEqual(result.returncode, 2, result.stderr)  # wrote into nulA before
+        self.assertEqual(result.stderr, f"dmlp-train: error: CONFIG_INVALID: {config}: value of 'out_dir' "
+                                        f"'{evil}\\u0000/evil' holds a control character\n")
+        self.assertFalse(evil.exists())
 
 
 if __name__ == "__main__":

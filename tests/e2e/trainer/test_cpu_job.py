@@ -12,7 +12,7 @@ import time
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, alive, free_port, job_env, launch, line_count,
+from harness import (LAUNCH, TRAIN, JobTestCase, alive, free_port, tiny_job_env, launch, line_count,
                      rank_pids, run, verify, wait_for)
 
 
@@ -100,7 +100,7 @@ class CompleteRuns(JobTestCase):
     def test_config_file_under_the_environment(self):
         config = self.scratch / "job.yaml"
         config.write_text("steps: 2\nwidth: 8\n")
-        env = job_env(self.scratch / "run", 1, DATA_SHARDS=1)
+        env = tiny_job_env(self.scratch / "run", 1, DATA_SHARDS=1)
         del env["STEPS"], env["WIDTH"]
         env["STEPS"] = "3"
         result = run([LAUNCH, str(TRAIN), "--config", str(config)], env)
@@ -225,7 +225,7 @@ class Determinism(JobTestCase):
 class Failures(JobTestCase):
     def test_rank_killed_mid_run_stops_the_job_and_never_passes(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=400)
+        env = tiny_job_env(out, 2, STEPS=400)
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
         wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2, 60, "two receipts of rank 1")
         ranks = rank_pids(launcher.pid)
@@ -242,7 +242,7 @@ class Failures(JobTestCase):
 
     def test_frozen_job_longer_than_heartbeat_finishes(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=12, HEARTBEAT_TIMEOUT_SECONDS=1)
+        env = tiny_job_env(out, 2, STEPS=12, HEARTBEAT_TIMEOUT_SECONDS=1)
         launcher = self.start([LAUNCH, TRAIN], env)
         wait_for(lambda: line_count(out / "rank-0.jsonl") >= 1, 60, "the first receipt")
         everyone = [launcher.pid] + list(rank_pids(launcher.pid).values())
@@ -269,7 +269,7 @@ class Failures(JobTestCase):
         out = self.scratch / "run"
         out.mkdir()
         (out / "rank-0.jsonl").write_text("keep me\n")
-        result = run([TRAIN], job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1))
+        result = run([TRAIN], tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1))
         self.assertEqual(result.returncode, 1)
         self.assertEqual(result.stderr.strip(),
                          f"dmlp-train: error: OUTPUT_EXISTS: {out}/rank-0.jsonl")
@@ -281,7 +281,7 @@ class Failures(JobTestCase):
         port = free_port()
         ranks = []
         for rank, rate in ((0, "0.001"), (1, "0.002")):
-            env = job_env(out, 2, PROCESS_ID=rank, LEARNING_RATE=rate, COORDINATOR_PORT=port,
+            env = tiny_job_env(out, 2, PROCESS_ID=rank, LEARNING_RATE=rate, COORDINATOR_PORT=port,
                           HEARTBEAT_TIMEOUT_SECONDS=20)
             ranks.append(self.start([TRAIN], env))
         for process in ranks:
@@ -296,7 +296,7 @@ class Failures(JobTestCase):
             holder.bind(("127.0.0.1", 0))
             holder.listen(1)
             port = holder.getsockname()[1]
-            env = job_env(self.scratch / "run", 1, PROCESS_ID=0, DATA_SHARDS=1,
+            env = tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, DATA_SHARDS=1,
                           COORDINATOR_PORT=port)
             result = run([TRAIN], env)
         self.assertEqual(result.returncode, 1)
@@ -304,30 +304,30 @@ class Failures(JobTestCase):
                          f"dmlp-train: error: COORDINATOR_PORT_IN_USE: 127.0.0.1:{port}")
 
     def test_configuration_errors_are_exit_2_with_the_code(self):
-        env = job_env(self.scratch / "run", 1, PROCESS_ID=0)
+        env = tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0)
         del env["STEPS"]
         result = run([TRAIN], env)
         self.assertEqual((result.returncode, result.stderr), (2, "dmlp-train: error: ENV_MISSING: STEPS\n"))
-        env = job_env(self.scratch / "run", 2, PROCESS_ID=0, BATCH=15)
+        env = tiny_job_env(self.scratch / "run", 2, PROCESS_ID=0, BATCH=15)
         result = run([TRAIN], env)
         self.assertEqual(result.stderr,
                          "dmlp-train: error: ENV_INVALID: BATCH must be divisible by NUM_PROCESSES\n")
         self.assertFalse((self.scratch / "run").exists())
 
     def test_collectives_are_refused_on_the_cpu_platform(self):
-        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, COLLECTIVES="gloo"))
+        result = run([TRAIN], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, COLLECTIVES="gloo"))
         self.assertEqual((result.returncode, result.stderr),
                          (2, "dmlp-train: error: ENV_INVALID: COLLECTIVES applies to PLATFORM=cuda "
                              "only (PLATFORM=cpu always uses gloo)\n"))
         self.assertFalse((self.scratch / "run").exists())
 
     def test_a_bad_or_unrunnable_gemm_choice_is_env_invalid(self):
-        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="openblas"))
+        result = run([TRAIN], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="openblas"))
         self.assertEqual((result.returncode, result.stderr),
                          (2, "dmlp-train: error: ENV_INVALID: DMLP_CPU_GEMM='openblas' must be "
                              "auto or avx512 or avx2 or scalar or blis\n"))
         if "avx512f" not in CPU_FLAGS:
-            result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="avx512"))
+            result = run([TRAIN], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_GEMM="avx512"))
             self.assertEqual(result.returncode, 2)
             self.assertIn("ENV_INVALID: DMLP_CPU_GEMM=avx512: this CPU cannot run", result.stderr)
         self.assertFalse((self.scratch / "run").exists())
@@ -341,7 +341,7 @@ class Failures(JobTestCase):
         stand_in = self.scratch / "rank0-small-files.sh"
         stand_in.write_text('#!/bin/sh\n[ "$PROCESS_ID" = 0 ] && ulimit -f 8\nexec "$DMLP_TRAIN"\n')
         stand_in.chmod(0o755)
-        env = job_env(self.scratch / "run", 2, DMLP_CPU_TRANSPORT="shm")
+        env = tiny_job_env(self.scratch / "run", 2, DMLP_CPU_TRANSPORT="shm")
         env["DMLP_TRAIN"] = str(TRAIN)
         result = run([LAUNCH, "--grace", "5", stand_in], env)
         self.assertEqual(result.returncode, 1, result.stderr)
@@ -373,7 +373,7 @@ class Failures(JobTestCase):
     def _write_into_the_segment(self, offset, slice):
         out = self.scratch / "run"
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN],
-                              job_env(out, 2, STEPS=100000, DMLP_CPU_TRANSPORT="shm"))
+                              tiny_job_env(out, 2, STEPS=100000, DMLP_CPU_TRANSPORT="shm"))
         wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2 or launcher.poll() is not None, 60,
                  "two receipts of rank 1")
         rank0 = rank_pids(launcher.pid)[0]
@@ -393,7 +393,7 @@ class Failures(JobTestCase):
         self.assertFalse((out / "result.json").exists())
 
     def test_a_bad_transport_is_env_invalid(self):
-        result = run([TRAIN], job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_TRANSPORT="rdma"))
+        result = run([TRAIN], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, DMLP_CPU_TRANSPORT="rdma"))
         self.assertEqual((result.returncode, result.stderr),
                          (2, "dmlp-train: error: ENV_INVALID: DMLP_CPU_TRANSPORT='rdma' must be "
                              "auto or tcp or shm\n"))
@@ -401,7 +401,7 @@ class Failures(JobTestCase):
 
     def test_unavailable_platform_is_a_clear_error_and_leaves_no_receipts(self):
         out = self.scratch / "run"
-        result = run([TRAIN], job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, PLATFORM="cuda"))
+        result = run([TRAIN], tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, PLATFORM="cuda"))
         self.assertEqual(result.returncode, 1)
         self.assertRegex(result.stderr,
                          r"^dmlp-train: error: (CUDA_UNAVAILABLE|PLATFORM_UNAVAILABLE|DEVICE_LAYOUT_INVALID): ")

@@ -1,4 +1,4 @@
-"""Issue 16: a rank whose state silently diverges stops the job at that step.
+"""The divergence check: a rank whose state silently diverges stops the job at that step.
 
 One bit of one rank's state is flipped after a chosen update (DMLP_TEST_FLIP_BIT,
 trainer/test_faults.h). With DIVERGENCE_CHECK=on (the default) every rank stops
@@ -13,7 +13,7 @@ import socket
 import unittest
 from pathlib import Path
 
-from harness import (JobTestCase, LAUNCH, TRAIN, job_env, launch, run, verify)
+from harness import (JobTestCase, LAUNCH, TRAIN, tiny_job_env, launch, run, verify)
 
 FLIP_BIT = Path(__file__).with_name("flip_bit.sh")
 STEPS = 8
@@ -37,7 +37,7 @@ class Divergence(JobTestCase):
     def run_ranks(self, out, processes, flip_ranks, **overrides):
         """Starts every rank itself (DMLP_TEST_FLIP_BIT only for `flip_ranks`);
         returns [(exit code, stderr)] by rank."""
-        env = job_env(out, processes, **overrides)
+        env = tiny_job_env(out, processes, **overrides)
         ranks = []
         for rank in range(processes):
             rank_env = dict(env, PROCESS_ID=str(rank))
@@ -47,7 +47,7 @@ class Divergence(JobTestCase):
         return [(p.wait(timeout=180), p.communicate()[1]) for p in ranks]
 
     def launch_flipped(self, out, processes, flip_ranks, **overrides):
-        env = job_env(out, processes, **overrides)
+        env = tiny_job_env(out, processes, **overrides)
         env.update({"DMLP_TRAIN": str(TRAIN), "FLIP_RANKS": ",".join(map(str, flip_ranks)),
                     "FLIP_AT": str(FLIP_UPDATE)})
         return run([LAUNCH, "--grace", "5", FLIP_BIT], env, timeout=180)
@@ -139,7 +139,7 @@ class Divergence(JobTestCase):
 
     def test_ranks_that_disagree_on_the_check_are_a_plan_mismatch(self):
         out = self.scratch / "mixed"
-        env = job_env(out, 2, **PLAN)
+        env = tiny_job_env(out, 2, **PLAN)
         rank0 = self.start([TRAIN], dict(env, PROCESS_ID="0"))
         rank1 = run([TRAIN], dict(env, PROCESS_ID="1", DIVERGENCE_CHECK="off"))
         rank0.wait(timeout=120)
@@ -156,7 +156,7 @@ class DivergedResume(JobTestCase):
         out = self.scratch / "run"
         # Rank 0 diverges in step 5 and still writes checkpoint 6; rank 1 fails
         # there (CHECKPOINT_MISMATCH), leaving rank 0's odd checkpoint behind.
-        env = job_env(out, 2, DIVERGENCE_CHECK="off", **PLAN)
+        env = tiny_job_env(out, 2, DIVERGENCE_CHECK="off", **PLAN)
         env.update({"DMLP_TRAIN": str(TRAIN), "FLIP_RANKS": "0", "FLIP_AT": str(FLIP_UPDATE)})
         result = run([LAUNCH, "--grace", "5", FLIP_BIT], env, timeout=180)
         self.assertNotEqual(result.returncode, 0, result.stderr)

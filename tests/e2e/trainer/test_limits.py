@@ -1,6 +1,8 @@
-"""Plans and settings past what the machine has: an oversized plan is refused
-before anything is allocated or written, also under a memory cgroup's limit
-(docker --memory), and DMLP_CPU_THREADS above the CPUs is capped."""
+"""Plans, settings and limits past what the machine has: an oversized plan is
+refused before anything is allocated or written, also under a memory cgroup's
+limit (docker --memory); DMLP_CPU_THREADS above the CPUs is capped; too few
+descriptors (RLIMIT_NOFILE) or a thread that cannot start end the job at once,
+saying so, and leave nothing behind."""
 
 import json
 import os
@@ -10,7 +12,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch
+from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch
 
 # Address space for dmlp-train in these tests: what the plan check compares
 # with (beside MemAvailable), so the outcome does not depend on this machine's RAM.
@@ -43,7 +45,7 @@ class PlanTooLarge(JobTestCase):
         out.mkdir()
         (out / "notes.txt").write_text("the user's own file\n")
         before = tree(out)
-        env = job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan)
+        env = tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan)
         result = subprocess.run([str(TRAIN)], env=env, capture_output=True, text=True, timeout=120,
                                 stdin=subprocess.DEVNULL, preexec_fn=limited_address_space)
         self.assertEqual(result.returncode, code, result.stderr)
@@ -69,7 +71,7 @@ class PlanTooLarge(JobTestCase):
         out = self.scratch / "run"
         result = subprocess.run([str(LAUNCH), "--grace", "5", str(TRAIN)], capture_output=True,
                                 text=True, timeout=120, stdin=subprocess.DEVNULL,
-                                env=job_env(out, 2, WIDTH=65536, BATCH=1000000000),
+                                env=tiny_job_env(out, 2, WIDTH=65536, BATCH=1000000000),
                                 preexec_fn=limited_address_space)
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("dmlp-train: error: PLAN_TOO_LARGE: needs ", result.stderr)
@@ -134,7 +136,7 @@ class CgroupLimit(JobTestCase):
 
     def run_in_cgroup(self, out, **plan):
         procs = self.cgroup / "cgroup.procs"
-        return subprocess.run([str(TRAIN)], env=job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan),
+        return subprocess.run([str(TRAIN)], env=tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, **plan),
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
                               preexec_fn=lambda: procs.write_text(str(os.getpid())))
 
@@ -172,6 +174,60 @@ class CpuThreads(JobTestCase):
         self.assertEqual(launch(reference, 1, DATA_SHARDS=1, DMLP_CPU_THREADS=1).returncode, 0)
         self.assertSameBytes(reference, capped)
         self.assertPass(capped)
+
+
+class DescriptorLimit(JobTestCase):
+    def test_out_of_descriptors_is_named_never_spun(self):
+        # Was, at RLIMIT_NOFILE=29 here: ~15,500 failing accept4 calls/s in
+        # rank 0's coordinator until RENDEZVOUS_TIMEOUT (two heartbeats: 20
+        # minutes here, two days with the image's 86400 s), EMFILE never named.
+        # Which descriptor runs out first depends on the limit (the
+        # coordinator's accept, an env file, Gloo's mesh): each limit around
+        # the rendezvous's needs must end promptly, saying so.
+        for limit in range(24, 32):
+            with self.subTest(limit=limit):
+                out = self.scratch / f"run-{limit}"
+
+                def few_descriptors():
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+                env = tiny_job_env(out, 2, DATA_SHARDS=2, HEARTBEAT_TIMEOUT_SECONDS=600)
+                result = subprocess.run([str(LAUNCH), "--grace", "5", str(TRAIN)], env=env,
+                                        capture_output=True, text=True, timeout=120,
+                                        stdin=subprocess.DEVNULL, preexec_fn=few_descriptors)
+                self.assertNotIn("RENDEZVOUS_TIMEOUT", result.stderr)
+                if result.returncode != 0:
+                    self.assertRegex(result.stderr, rf"too many open files \(RLIMIT_NOFILE={limit}\)|"
+                                                    r"Too many open files")
+                    self.assertFalse((out / "dmlp.lock").exists())
+
+
+class ThreadLimit(JobTestCase):
+    def test_a_thread_that_cannot_start_is_an_error_that_leaves_nothing(self):
+        # Was an uncaught std::system_error: exit 134, empty receipts and
+        # dmlp.lock left, and the rerun OUTPUT_EXISTS. glibc gives each thread
+        # a stack of RLIMIT_STACK: 1 GiB stacks in 8 GiB of address space fit
+        # a few threads, not 16 hashers.
+        out = self.scratch / "run"
+        out.mkdir()
+        (out / "notes.txt").write_text("the user's own file\n")
+        before = tree(out)
+
+        def huge_stacks():
+            resource.setrlimit(resource.RLIMIT_STACK, (1 << 30, resource.RLIM_INFINITY))
+            resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        env = tiny_job_env(out, 1, PROCESS_ID=0, DATA_SHARDS=1, DIGEST_THREADS=16, DMLP_CPU_THREADS=1)
+        result = subprocess.run([str(TRAIN)], env=env, capture_output=True, text=True, timeout=120,
+                                stdin=subprocess.DEVNULL, preexec_fn=huge_stacks)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertRegex(result.stderr, r"(^|\n)dmlp-train: error: RESOURCE_EXHAUSTED: cannot start a thread "
+                                        r"\(digest hasher \d+ of 16, DIGEST_THREADS\): [^\n]+\n$")
+        self.assertEqual(tree(out), before, "OUT_DIR changed")
+        rerun = launch(out, 1, DATA_SHARDS=1, DIGEST_THREADS=16)
+        self.assertEqual(rerun.returncode, 0, rerun.stderr)
+        self.assertPass(out)
 
 
 if __name__ == "__main__":

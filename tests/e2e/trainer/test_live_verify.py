@@ -14,7 +14,7 @@ import subprocess
 import time
 import unittest
 
-from harness import TRAIN, VERIFY, JobTestCase, free_port, job_env, launch, run, wait_for
+from harness import TRAIN, VERIFY, JobTestCase, free_port, tiny_job_env, launch, run, wait_for
 
 # Rank 0's opens of OUT_DIR's files (OutDir's openat relative to the
 # directory, and the directory itself by path), each delayed on both sides of
@@ -104,7 +104,7 @@ class LiveVerify(JobTestCase):
         port = free_port()
         ranks = []
         for rank in range(processes):
-            env = job_env(out, processes, PROCESS_ID=rank, COORDINATOR_PORT=port, **PLAN)
+            env = tiny_job_env(out, processes, PROCESS_ID=rank, COORDINATOR_PORT=port, **PLAN)
             if rank == 0:
                 env.update(LD_PRELOAD=str(shim), SLOW_OPEN_DIR=str(out))
             ranks.append(self.start([TRAIN], env))

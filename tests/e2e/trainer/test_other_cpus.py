@@ -1,4 +1,4 @@
-"""The same bits on every x86-64 (issue 29), on CPUs this machine is not.
+"""The same bits on every x86-64 (dmlp's own GEMM), on CPUs this machine is not.
 
 QEMU's user mode runs dmlp-train, this very binary, on an emulated CPU with
 the instruction sets of another x86-64: `-cpu max` has AVX2 and FMA but no
@@ -20,7 +20,7 @@ import shutil
 import sys
 import unittest
 
-from harness import LAUNCH, TRAIN, JobTestCase, job_env, run
+from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, run
 
 QEMU = shutil.which("qemu-x86_64")
 SKIP = 77
@@ -46,7 +46,7 @@ class OtherCpus(JobTestCase):
         """Runs the job through dmlp-launch, rank `emulated_rank` under QEMU's
         `qemu_cpu` (None: every rank native); returns its run directory."""
         out = self.scratch / name
-        env = job_env(out, processes, **SHAPES, **overrides)
+        env = tiny_job_env(out, processes, **SHAPES, **overrides)
         command = [str(TRAIN)]
         if qemu_cpu:
             env.update(QEMU=QEMU, QEMU_CPU=qemu_cpu, EMULATED_RANK=str(emulated_rank))
@@ -81,7 +81,7 @@ class OtherCpus(JobTestCase):
     def test_forcing_a_kernel_the_cpu_lacks_is_env_invalid_and_writes_nothing(self):
         for qemu_cpu, forced, missing in (("max", "avx512", "AVX-512F"), ("qemu64", "avx2", "AVX2 and FMA")):
             out = self.scratch / f"refused-{qemu_cpu}"
-            env = job_env(out, 1, PROCESS_ID=0, DMLP_CPU_GEMM=forced, **SHAPES)
+            env = tiny_job_env(out, 1, PROCESS_ID=0, DMLP_CPU_GEMM=forced, **SHAPES)
             result = run([QEMU, "-cpu", qemu_cpu, TRAIN], env)
             self.assertEqual(
                 (result.returncode, result.stderr),

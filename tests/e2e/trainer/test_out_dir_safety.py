@@ -1,4 +1,4 @@
-"""Hostile and unlucky users (issue 14, items 1-3): nothing is written through
+"""Hostile and unlucky users, OUT_DIR: nothing is written through
 a link planted in OUT_DIR, a refused or interrupted resume never makes a run
 unresumable, and a refused start (or a second job in the same OUT_DIR) leaves
 OUT_DIR exactly as it found it."""
@@ -17,7 +17,7 @@ import time
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, alive, children_of, job_env, launch,
+from harness import (LAUNCH, TRAIN, JobTestCase, alive, children_of, tiny_job_env, launch,
                      line_count, rank_pids, run, stopped, wait_for)
 
 STEPS = 10
@@ -92,7 +92,7 @@ class SafetyTestCase(JobTestCase):
 
     def kill_rank_at(self, out, victim, step):
         """A 2-rank job whose rank `victim` is SIGKILLed right after its receipt of `step`."""
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": str(victim), "FAULT_STEP": str(step)})
         result = run([LAUNCH, "--grace", "5", INJECT_FAULT], env)
         self.assertRankKilled(result, victim)
@@ -280,7 +280,7 @@ class TransactionalResume(SafetyTestCase):
             with self.subTest(delay=delay):
                 out = self.copy_of_interrupted(f"delay-{delay}")
                 launcher = self.start([LAUNCH, "--grace", "5", TRAIN],
-                                      job_env(out, 2, RESUME=1, **CHECKPOINTED))
+                                      tiny_job_env(out, 2, RESUME=1, **CHECKPOINTED))
                 time.sleep(delay)  # a kill point, not an expectation about speed
                 if launcher.poll() is None:
                     # Stopped first, so that no rank is forked after we list them.
@@ -337,7 +337,7 @@ class RefusedStarts(SafetyTestCase):
         stand_in.write_text('#!/bin/sh\n[ "$PROCESS_ID" = 1 ] && exec sleep 600\nexec "$DMLP_TRAIN"\n')
         stand_in.chmod(0o755)
         out = self.scratch / "run"
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env["DMLP_TRAIN"] = str(TRAIN)
         launcher = self.start([LAUNCH, "--grace", "5", stand_in], env)
         port = int(env["COORDINATOR_PORT"])
@@ -356,7 +356,7 @@ class RefusedStarts(SafetyTestCase):
         stand_in.chmod(0o755)
         out = self.scratch / "run"
         out.mkdir()
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env["DMLP_TRAIN"] = str(TRAIN)
         result = run([LAUNCH, "--grace", "5", stand_in], env)
         self.assertNotEqual(result.returncode, 0, result.stderr)
@@ -372,7 +372,7 @@ class RefusedStarts(SafetyTestCase):
         self.addCleanup(log.close)
         # Long enough to be caught running; its output goes to a file, never a full pipe.
         first = subprocess.Popen([str(LAUNCH), "--grace", "5", str(TRAIN)],
-                                 env=job_env(out, 2, **{**CHECKPOINTED, "STEPS": LONG_STEPS}),
+                                 env=tiny_job_env(out, 2, **{**CHECKPOINTED, "STEPS": LONG_STEPS}),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         self.started.append(first)
         wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2 or first.poll() is not None, 120,
@@ -406,7 +406,7 @@ class RefusedStarts(SafetyTestCase):
         for round_number in range(3):
             with self.subTest(round=round_number):
                 out = self.scratch / f"race-{round_number}"
-                jobs = [self.start([LAUNCH, "--grace", "5", TRAIN], job_env(out, 2, **CHECKPOINTED))
+                jobs = [self.start([LAUNCH, "--grace", "5", TRAIN], tiny_job_env(out, 2, **CHECKPOINTED))
                         for _ in range(2)]
                 codes = [job.wait(timeout=300) for job in jobs]
                 errors = [job.stderr.read() for job in jobs]
@@ -415,6 +415,26 @@ class RefusedStarts(SafetyTestCase):
                 self.assertRegex(loser, r"error: (OUTPUT_LOCKED|OUTPUT_EXISTS|"
                                         r"OUTPUT_ALREADY_COMPLETE): ")
                 self.assertIdenticalToBaseline(out)
+
+
+class DanglingLink(JobTestCase):
+    def test_a_dangling_out_dir_link_is_named_by_every_rank(self):
+        out = self.scratch / "run"
+        out.symlink_to(self.scratch / "gone")
+        result = launch(out, 2)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        # Was IO_ERROR "create ...: File exists" on rank 0 and PEER_LOST on rank 1.
+        # Each rank looks before the rendezvous; the first to say so ends the
+        # job, so the other may be torn down before it speaks.
+        said = (f"dmlp-train: error: OUTPUT_DANGLING_LINK: OUT_DIR {out} is a symbolic link to "
+                f"'{self.scratch / 'gone'}', which does not exist")
+        self.assertIn(said, result.stderr)
+        for line in result.stderr.splitlines():
+            if line.startswith("[rank ") and "dmlp-train: error:" in line:
+                self.assertIn(said, line)
+        self.assertNotIn("PEER_LOST", result.stderr)
+        self.assertNotIn("File exists", result.stderr)
+        self.assertFalse((self.scratch / "gone").exists())
 
 
 if __name__ == "__main__":

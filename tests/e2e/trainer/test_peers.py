@@ -1,4 +1,4 @@
-"""Peers that do not belong and peers that go silent (issue 14, items 5-7):
+"""Peers that do not belong and peers that go silent:
 ranks of another job on the same port are refused and change nothing; strangers
 on the coordinator's port cannot abort the job or learn its plan; one stopped
 rank is PEER_LOST for the others after HEARTBEAT_TIMEOUT_SECONDS, while the
@@ -11,7 +11,7 @@ import struct
 import time
 import unittest
 
-from harness import (LAUNCH, TRAIN, JobTestCase, alive, job_env, line_count, rank_pids, run,
+from harness import (LAUNCH, TRAIN, JobTestCase, alive, tiny_job_env, line_count, rank_pids, run,
                      verify, wait_for)
 
 
@@ -66,17 +66,17 @@ class JobIdentity(JobTestCase):
         # another OUT_DIR) comes before A's own rank 1. Before the fix it took
         # rank 1's place and wrote A's steps into B's directory.
         out_a, out_b = self.scratch / "a", self.scratch / "b"
-        env_a0 = job_env(out_a, 2, PROCESS_ID=0, DMLP_JOB_ID="job-a", HEARTBEAT_TIMEOUT_SECONDS=60)
+        env_a0 = tiny_job_env(out_a, 2, PROCESS_ID=0, DMLP_JOB_ID="job-a", HEARTBEAT_TIMEOUT_SECONDS=60)
         port = env_a0["COORDINATOR_PORT"]
         rank_a0 = self.start([TRAIN], env_a0)
-        stranger = run([TRAIN], job_env(out_b, 2, PROCESS_ID=1, DMLP_JOB_ID="job-b",
+        stranger = run([TRAIN], tiny_job_env(out_b, 2, PROCESS_ID=1, DMLP_JOB_ID="job-b",
                                         COORDINATOR_PORT=port, HEARTBEAT_TIMEOUT_SECONDS=60))
         self.assertEqual(stranger.returncode, 1, stranger.stderr)
         self.assertEqual(stranger.stderr.strip().splitlines()[-1],
                          f"dmlp-train: error: JOB_MISMATCH: rank 1: the coordinator at 127.0.0.1:{port} "
                          "serves another job (two jobs need two ports)")
         self.assertEqual(line_count(out_b / "rank-1.jsonl"), 0)
-        rank_a1 = run([TRAIN], job_env(out_a, 2, PROCESS_ID=1, DMLP_JOB_ID="job-a",
+        rank_a1 = run([TRAIN], tiny_job_env(out_a, 2, PROCESS_ID=1, DMLP_JOB_ID="job-a",
                                        COORDINATOR_PORT=port, HEARTBEAT_TIMEOUT_SECONDS=60))
         self.assertEqual(rank_a1.returncode, 0, rank_a1.stderr)
         rank_a0.wait(timeout=120)
@@ -85,7 +85,7 @@ class JobIdentity(JobTestCase):
 
     def test_launcher_gives_its_ranks_one_job_id(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=400)
+        env = tiny_job_env(out, 2, STEPS=400)
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
         wait_for(lambda: line_count(out / "rank-0.jsonl") >= 1, 60, "the first receipt")
         ids = set()
@@ -104,14 +104,14 @@ class JobIdentity(JobTestCase):
 class Strangers(JobTestCase):
     def test_stranger_hello_during_the_join_neither_aborts_nor_learns_the_plan(self):
         out = self.scratch / "run"
-        env0 = job_env(out, 2, PROCESS_ID=0, DMLP_JOB_ID="job-a", HEARTBEAT_TIMEOUT_SECONDS=60)
+        env0 = tiny_job_env(out, 2, PROCESS_ID=0, DMLP_JOB_ID="job-a", HEARTBEAT_TIMEOUT_SECONDS=60)
         port = int(env0["COORDINATOR_PORT"])
         rank0 = self.start([TRAIN], env0)
         with connect(port) as sock:
             sock.sendall(hello(1, 2, b"not-this-job", b"steps=999\nlearning_rate=9.0"))
             code, detail = error_reply(read_to_end(sock))
         self.assertEqual((code, detail), ("JOB_MISMATCH", "rank 1: the coordinator serves another job"))
-        rank1 = run([TRAIN], job_env(out, 2, PROCESS_ID=1, DMLP_JOB_ID="job-a", COORDINATOR_PORT=port,
+        rank1 = run([TRAIN], tiny_job_env(out, 2, PROCESS_ID=1, DMLP_JOB_ID="job-a", COORDINATOR_PORT=port,
                                      HEARTBEAT_TIMEOUT_SECONDS=60))
         self.assertEqual(rank1.returncode, 0, rank1.stderr)
         rank0.wait(timeout=120)
@@ -123,7 +123,7 @@ class Strangers(JobTestCase):
         # surely meets it), strangers open more connections than it keeps and
         # announce 64 MiB frames; then rank 1 joins and the job completes.
         out = self.scratch / "run"
-        env0 = job_env(out, 2, PROCESS_ID=0, DMLP_JOB_ID="job-a", HEARTBEAT_TIMEOUT_SECONDS=60)
+        env0 = tiny_job_env(out, 2, PROCESS_ID=0, DMLP_JOB_ID="job-a", HEARTBEAT_TIMEOUT_SECONDS=60)
         port = int(env0["COORDINATOR_PORT"])
         rank0 = self.start([TRAIN], env0)
         idle = [connect(port) for _ in range(150)]  # beyond the cap of 64 pending
@@ -140,7 +140,7 @@ class Strangers(JobTestCase):
             rss_kib = int([line for line in status if line.startswith("VmRSS:")][0].split()[1])
         for sock in idle:
             sock.close()
-        rank1 = run([TRAIN], job_env(out, 2, PROCESS_ID=1, DMLP_JOB_ID="job-a", COORDINATOR_PORT=port,
+        rank1 = run([TRAIN], tiny_job_env(out, 2, PROCESS_ID=1, DMLP_JOB_ID="job-a", COORDINATOR_PORT=port,
                                      HEARTBEAT_TIMEOUT_SECONDS=60))
         self.assertEqual(rank1.returncode, 0, rank1.stderr)
         rank0.wait(timeout=120)
@@ -153,7 +153,7 @@ class Strangers(JobTestCase):
 class Liveness(JobTestCase):
     def test_one_stopped_rank_is_peer_lost_for_the_others(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=4000, HEARTBEAT_TIMEOUT_SECONDS=2)
+        env = tiny_job_env(out, 2, STEPS=4000, HEARTBEAT_TIMEOUT_SECONDS=2)
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
         wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2, 60, "two receipts of rank 1")
         ranks = rank_pids(launcher.pid)
@@ -172,7 +172,7 @@ class Liveness(JobTestCase):
 
     def test_stopped_rank_0_is_peer_lost_for_rank_1(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=4000, HEARTBEAT_TIMEOUT_SECONDS=2)
+        env = tiny_job_env(out, 2, STEPS=4000, HEARTBEAT_TIMEOUT_SECONDS=2)
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
         wait_for(lambda: line_count(out / "rank-1.jsonl") >= 2, 60, "two receipts of rank 1")
         ranks = rank_pids(launcher.pid)
@@ -189,7 +189,7 @@ class Liveness(JobTestCase):
         # A 5 s stop of everything (launcher included) with a 1 s heartbeat and
         # a checkpoint every step: before, this was fatal with checkpoints.
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=12, HEARTBEAT_TIMEOUT_SECONDS=1, CHECKPOINT_EVERY=1)
+        env = tiny_job_env(out, 2, STEPS=12, HEARTBEAT_TIMEOUT_SECONDS=1, CHECKPOINT_EVERY=1)
         launcher = self.start([LAUNCH, TRAIN], env)
         wait_for(lambda: line_count(out / "rank-0.jsonl") >= 1, 60, "the first receipt")
         everyone = [launcher.pid] + list(rank_pids(launcher.pid).values())
@@ -207,7 +207,7 @@ class Liveness(JobTestCase):
         # test hook in peer_wait.cc), as a suspended VM's clock does: the rule
         # counts it as a freeze, so nobody is lost with a 2 s heartbeat.
         out = self.scratch / "run"
-        env = job_env(out, 2, STEPS=1500, HEARTBEAT_TIMEOUT_SECONDS=2, DMLP_TEST_CLOCK_JUMP_SECONDS=30)
+        env = tiny_job_env(out, 2, STEPS=1500, HEARTBEAT_TIMEOUT_SECONDS=2, DMLP_TEST_CLOCK_JUMP_SECONDS=30)
         result = run([LAUNCH, "--grace", "5", TRAIN], env, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertPass(out)

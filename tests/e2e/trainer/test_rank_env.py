@@ -1,4 +1,4 @@
-"""Where each rank ran (issue 15): rank-<r>.env.jsonl beside the receipts.
+"""Where each rank ran: rank-<r>.env.jsonl beside the receipts.
 Each rank writes one "start" line with this machine's boot id and host; a
 simulated restore (the ranks read their boot id from DMLP_TEST_BOOT_ID_FILE,
 rewritten while one rank is SIGSTOPped) adds a "restored" line and leaves the
@@ -15,7 +15,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, job_env, launch, line_count, rank_pids,
+from harness import (LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, line_count, rank_pids,
                      stopped, verify, wait_for)
 
 # Many short steps, so the job is still running when a rank is stopped however
@@ -68,7 +68,7 @@ class RankEnv(JobTestCase):
         out = self.scratch / "run"
         boot_file = self.scratch / "boot_id"
         boot_file.write_text("boot-a\n")
-        env = job_env(out, 2, DMLP_TEST_BOOT_ID_FILE=boot_file, DMLP_IMAGE_ID=IMAGE_ID, **PLAN)
+        env = tiny_job_env(out, 2, DMLP_TEST_BOOT_ID_FILE=boot_file, DMLP_IMAGE_ID=IMAGE_ID, **PLAN)
         launcher = self.start([LAUNCH, "--grace", "5", TRAIN], env)
         wait_for(lambda: line_count(out / f"rank-{VICTIM}.jsonl") >= 4, 300, "the victim's receipts")
         pid = rank_pids(launcher.pid)[VICTIM]

@@ -1,5 +1,6 @@
-"""Crashes and resumes (issue 7): a resumed job must reproduce the bits of an
-uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes."""
+"""Crashes and resumes: a resumed job must reproduce the bits of an
+uninterrupted one, whatever rank died, whenever, and on how many ranks it resumes;
+of the settings, only those that decide no bit may change on resume."""
 
 import random
 import resource
@@ -8,7 +9,8 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from harness import LAUNCH, TRAIN, JobTestCase, job_env, launch, run, verify
+from harness import LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, run, verify
+from test_limits import tree
 
 STEPS = 10
 CHECKPOINTED = {"STEPS": STEPS, "CHECKPOINT_EVERY": 2, "DATA_SHARDS": 4}
@@ -31,7 +33,7 @@ class ResumeTestCase(JobTestCase):
 
     def kill_rank_at(self, out, processes, victim, step, **overrides):
         """Runs a job whose rank `victim` is SIGKILLed right after its receipt of `step`."""
-        env = job_env(out, processes, **{**CHECKPOINTED, **overrides})
+        env = tiny_job_env(out, processes, **{**CHECKPOINTED, **overrides})
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": str(victim), "FAULT_STEP": str(step)})
         result = run([LAUNCH, "--grace", "5", INJECT_FAULT], env)
         self.assertRankKilled(result, victim)
@@ -117,7 +119,7 @@ class KillAndResume(ResumeTestCase):
 class RestartsAndDisks(ResumeTestCase):
     def test_launcher_restarts_a_job_whose_rank_failed_once(self):
         out = self.scratch / "run"
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         env.update({"DMLP_TRAIN": str(TRAIN), "FAULT_RANK": "1", "FAULT_STEP": "5",
                     "FAULT_MARKER": str(self.scratch / "failed-once")})
         result = run([LAUNCH, "--restarts", "2", "--grace", "5", INJECT_FAULT], env, timeout=300)
@@ -133,7 +135,7 @@ class RestartsAndDisks(ResumeTestCase):
         def limit_files():
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-        env = job_env(out, 2, **CHECKPOINTED)
+        env = tiny_job_env(out, 2, **CHECKPOINTED)
         result = subprocess.run([str(LAUNCH), str(TRAIN)], env=env, capture_output=True, text=True,
                                 timeout=120, preexec_fn=limit_files, stdin=subprocess.DEVNULL)
         self.assertNotEqual(result.returncode, 0)
@@ -165,6 +167,45 @@ class RestartsAndDisks(ResumeTestCase):
         result = launch(copy, 2, RESUME=1, **CHECKPOINTED)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIdenticalToBaseline(copy)
+
+
+ALLREDUCE = {"REDUCTION": "allreduce", "CHECKPOINT_EVERY": "2"}
+
+
+
+class ResumeSettings(JobTestCase):
+    def interrupted(self, processes, **plan):
+        """A job killed after step 2's checkpoint, to be resumed."""
+        out = self.scratch / "run"
+        first = launch(out, processes, STEPS=4, DMLP_TEST_KILL_AT=2, **plan)
+        self.assertNotEqual(first.returncode, 0)
+        return out
+
+    def test_the_heartbeat_may_change_on_resume(self):
+        # Was CHECKPOINT_PLAN_MISMATCH, although the heartbeat decides no bit.
+        out = self.interrupted(2, CHECKPOINT_EVERY=2, HEARTBEAT_TIMEOUT_SECONDS=30)
+        resumed = launch(out, 2, STEPS=4, CHECKPOINT_EVERY=2, RESUME=1, HEARTBEAT_TIMEOUT_SECONDS=600,
+                         DIGEST_THREADS=2)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        clean = self.scratch / "clean"
+        self.assertEqual(launch(clean, 2, STEPS=4).returncode, 0)
+        self.assertPass(out)
+        self.assertSameBytes(out, clean, ("rank-0.jsonl", "rank-1.jsonl", "metrics.jsonl", "state.safetensors"))
+
+    def test_allreduce_refuses_another_world_size(self):
+        # Was accepted, and the receipts differed from a clean run of the plan
+        # result.json records: with allreduce the rank count decides the bits.
+        out = self.interrupted(2, DATA_SHARDS=4, **ALLREDUCE)
+        before = tree(out)
+        refused = launch(out, 4, STEPS=4, DATA_SHARDS=4, RESUME=1, **ALLREDUCE)
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertRegex(refused.stderr, r"CHECKPOINT_PLAN_MISMATCH: [^\n]*num_processes=4 "
+                                         r"\(the checkpoint has num_processes=2\); with REDUCTION=allreduce "
+                                         r"NUM_PROCESSES decides the bits")
+        self.assertEqual(tree(out), before, "the refused resume changed OUT_DIR")
+        resumed = launch(out, 2, STEPS=4, DATA_SHARDS=4, RESUME=1, **ALLREDUCE)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertPass(out)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Receipts checked on rewrite (issue 15): a rank restored onto files newer or
+"""Receipts checked on rewrite: a rank restored onto files newer or
 older than its image confirms, refuses or reports, and never writes blind.
 A restore is simulated as the issue describes: SIGSTOP one rank (by pid), edit
 its receipt file, SIGCONT. Every wait is for an event (a line count, a stopped
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness import (LAUNCH, TRAIN, JobTestCase, job_env, launch, line_count, rank_pids,
+from harness import (LAUNCH, TRAIN, JobTestCase, tiny_job_env, launch, line_count, rank_pids,
                      stopped, verify, wait_for)
 
 # Many short steps, so the job is still running when a rank is stopped however
@@ -37,7 +37,7 @@ class RewriteCheck(JobTestCase):
     def stop_victim(self, out):
         """Starts the job, SIGSTOPs rank VICTIM once it has a few receipts; returns
         (launcher, victim pid, the victim's file as it was when stopped)."""
-        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], job_env(out, 2, **PLAN))
+        launcher = self.start([LAUNCH, "--grace", "5", TRAIN], tiny_job_env(out, 2, **PLAN))
         wait_for(lambda: line_count(out / RANK_FILE) >= 4, 300, "the victim's receipts")
         pid = rank_pids(launcher.pid)[VICTIM]
         os.kill(pid, signal.SIGSTOP)

@@ -1,4 +1,4 @@
-"""The shard audit (issue 16, trainer/checks/shard_audit.h) end to end on the CPU: a
+"""The shard audit (trainer/checks/shard_audit.h) end to end on the CPU: a
 bit flipped in one rank's shard partial (DMLP_TEST_CORRUPT_SHARD, the fault a
 bad GPU would cause) stops every rank with SHARD_AUDIT_FAILED and exit code 5
 when that update audits that shard, at the update its verdict is due
@@ -12,7 +12,7 @@ import socket
 import unittest
 from pathlib import Path
 
-from harness import JobTestCase, TRAIN, free_port, job_env, launch, run, verify
+from harness import JobTestCase, TRAIN, free_port, tiny_job_env, launch, run, verify
 
 DIGEST = "[0-9a-f]{64}"
 # (ranks, plan overrides, rank with the fault, faulty update, expected verdict fields,
@@ -74,7 +74,7 @@ class ShardAudit(JobTestCase):
                 ranks = []
                 for rank in range(processes):
                     extra = {"DMLP_TEST_CORRUPT_SHARD": update} if rank == faulty_rank else {}
-                    env = job_env(out, processes, PROCESS_ID=rank, COORDINATOR_PORT=port,
+                    env = tiny_job_env(out, processes, PROCESS_ID=rank, COORDINATOR_PORT=port,
                                   **plan, **extra)
                     ranks.append(self.start([TRAIN], env))
                 messages = []
@@ -113,7 +113,7 @@ class ShardAudit(JobTestCase):
         late, early = self.scratch / "no-checkpoints", self.scratch / "checkpoints"
         for out, extra, stopped in ((late, {}, 3), (early, {"CHECKPOINT_EVERY": 1}, 2)):
             port = free_port()
-            ranks = [self.start([TRAIN], job_env(out, 2, PROCESS_ID=rank, COORDINATOR_PORT=port, **plan,
+            ranks = [self.start([TRAIN], tiny_job_env(out, 2, PROCESS_ID=rank, COORDINATOR_PORT=port, **plan,
                                                  **extra, **({"DMLP_TEST_CORRUPT_SHARD": 3} if rank == 0 else {})))
                      for rank in range(2)]
             for process in ranks:
@@ -137,7 +137,7 @@ class ShardAudit(JobTestCase):
         clean, faulty = self.scratch / "clean", self.scratch / "faulty"
         self.assertEqual(launch(clean, 2, AUDIT_EVERY=3).returncode, 0)
         port = free_port()
-        ranks = [self.start([TRAIN], job_env(faulty, 2, PROCESS_ID=rank, COORDINATOR_PORT=port,
+        ranks = [self.start([TRAIN], tiny_job_env(faulty, 2, PROCESS_ID=rank, COORDINATOR_PORT=port,
                                              AUDIT_EVERY=3,
                                              **({"DMLP_TEST_CORRUPT_SHARD": 4} if rank else {})))
                  for rank in range(2)]
@@ -170,7 +170,7 @@ class ShardAudit(JobTestCase):
                                      tuple(f"rank-{r}.jsonl" for r in range(processes)))
 
     def test_audit_every_is_checked_like_every_variable(self):
-        result = run([TRAIN], job_env(self.scratch / "bad", 1, PROCESS_ID=0, AUDIT_EVERY="x"))
+        result = run([TRAIN], tiny_job_env(self.scratch / "bad", 1, PROCESS_ID=0, AUDIT_EVERY="x"))
         self.assertEqual((result.returncode, result.stderr),
                          (2, "dmlp-train: error: ENV_INVALID: AUDIT_EVERY='x' is not an integer\n"))
 

@@ -1,4 +1,4 @@
-"""dmlp-verify --html, opened in a real headless Chromium (issue 17).
+"""dmlp-verify --html, opened in a real headless Chromium.
 
 Renders the report of a PASS, a FAIL (ranks diverge) and an --against run
 (8 ranks x 1,200 steps each, written here as valid receipts), plus a run whose

@@ -147,7 +147,7 @@ void MoveToSuperseded(const TempDir& dir, const std::string& name) {
   std::filesystem::rename(dir.File(name), dir.File("superseded/1/" + name));
 }
 
-// Issue 30 item 4: a healthy job polled before its first receipt was FAIL.
+// A healthy job polled before its first receipt used to be FAIL.
 TEST(VerifyRunTest, AJobBeforeItsFirstReceiptIsIncompleteNotFail) {
   TempDir dir;
   {
@@ -236,7 +236,7 @@ TEST(VerifyRunTest, EmptyReceiptsBesideAResultAreStillFail) {
   EXPECT_TRUE(testing::FindingIds(report).contains("ranks.none"));
 }
 
-// Issue 30 item 5: RESUME=1 renames the receipts into superseded/<n> while a
+// RESUME=1 renames the receipts into superseded/<n> while a
 // verifier reads; the listing it made is then wrong. Here the move happens in
 // two halves, each right after a listing, as a real resume's may.
 TEST(VerifyRunTest, ReceiptsRenamedMidReadAreReadAgainNotFail) {
