@@ -1,9 +1,6 @@
 #include "common/env.h"
 
 #include <cctype>
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 
 #include "common/quote.h"
 
@@ -49,40 +46,6 @@ void Environment::FillFrom(const Environment& other) {
     if (!values_.emplace(name, value).second) continue;
     if (std::optional<std::string> file = other.FileOf(name)) files_[name] = *file;
   }
-}
-
-Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
-  bool negative = !text.empty() && text[0] == '-' && min < 0;
-  std::string_view digits = negative ? text.substr(1) : text;
-  if (digits.empty()) return Status::Error("ENV_INVALID", "is not an integer");
-  // Accumulate as a negative number so INT64_MIN is reachable without overflow.
-  int64_t value = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return Status::Error("ENV_INVALID", "is not an integer");
-    int digit = c - '0';
-    if (value < (INT64_MIN + digit) / 10) return Status::Error("ENV_INVALID", "is out of range");
-    value = value * 10 - digit;
-  }
-  if (!negative) {
-    if (value == INT64_MIN) return Status::Error("ENV_INVALID", "is out of range");
-    value = -value;
-  }
-  if (value < min) return Status::Error("ENV_INVALID", "must be >= " + std::to_string(min));
-  if (value > max) return Status::Error("ENV_INVALID", "must be <= " + std::to_string(max));
-  return value;
-}
-
-Result<double> ParseFiniteDouble(std::string_view text) {
-  std::string copy(text);
-  if (copy.empty() || std::isspace(static_cast<unsigned char>(copy[0])))
-    return Status::Error("ENV_INVALID", "is not a number");
-  errno = 0;
-  char* end = nullptr;
-  double value = std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size()) return Status::Error("ENV_INVALID", "is not a number");
-  if (!std::isfinite(value) || errno == ERANGE)
-    return Status::Error("ENV_INVALID", "must be finite");
-  return value;
 }
 
 namespace {

@@ -1,5 +1,5 @@
-// defines: Environment, ParseInteger, ParseFiniteDouble, SettingError, InvalidValue, RequireString,
-//          FileSources, RequireInteger, RequirePositiveNumber
+// defines: Environment, SettingError, InvalidValue, RequireString, FileSources, RequireInteger,
+//          RequirePositiveNumber
 //
 // Strict reading of configuration values, as reference/runtime.py does it:
 //   missing variable          -> ENV_MISSING: NAME
@@ -8,8 +8,9 @@
 // A value that came from a --config file is the file's error, not the
 // environment's: CONFIG_INVALID: FILE: name ... with the file's lower-case key,
 // so the user edits the right place.
-// Integers are plain decimal digits (a leading '-' only where negatives are
-// allowed); no whitespace, no '+', no trailing garbage, no overflow.
+// Numbers are read by the one grammar of common/number_grammar.h: plain
+// decimal digits, a fraction and an exponent for a number; no whitespace, no
+// '+', no hex, no inf or nan, no trailing garbage, no overflow.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/number_grammar.h"
 #include "common/status.h"
 
 namespace dmlp {
@@ -46,12 +48,6 @@ class Environment {
   Map values_;
   Map files_;  // name -> configuration file, for the values that came from one
 };
-
-/// Parses decimal digits (optional '-' when min < 0) into [min, max]; the error
-/// detail is a sentence without a name ("is not an integer", "must be >= 1").
-Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max);
-/// Parses a finite double with strtod semantics; whole text must be consumed.
-Result<double> ParseFiniteDouble(std::string_view text);
 
 /// An error about the setting `name`, `text` following its name: "ENV_INVALID: NAME" + text,
 /// or for a value from a file "CONFIG_INVALID: FILE: name" + text.

@@ -11,23 +11,16 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/errno_error.h"
 #include "common/out_dir.h"
 
 namespace dmlp {
-namespace {
-
-Status ErrnoStatus(const std::string& code, const std::string& what) {
-  return Status::Error(code, what + ": " + std::strerror(errno));
-}
-
-}  // namespace
-
 Status WriteAll(int fd, std::string_view data, const std::string& what) {
   while (!data.empty()) {
     ssize_t written = ::write(fd, data.data(), data.size());
     if (written < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus("IO_ERROR", "write " + what);
+      return ErrnoError("IO_ERROR", "write " + what);
     }
     data.remove_prefix(static_cast<size_t>(written));
   }
@@ -38,10 +31,10 @@ Status FsyncDirectoryOf(const std::string& path) {
   std::string directory = std::filesystem::path(path).parent_path().string();
   if (directory.empty()) directory = ".";
   int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("IO_ERROR", "open directory " + directory);
+  if (fd < 0) return ErrnoError("IO_ERROR", "open directory " + directory);
   int rc = ::fsync(fd);
   ::close(fd);
-  if (rc != 0) return ErrnoStatus("IO_ERROR", "fsync directory " + directory);
+  if (rc != 0) return ErrnoError("IO_ERROR", "fsync directory " + directory);
   return Status::Ok();
 }
 
@@ -49,7 +42,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   return WriteFileAtomically(path, {contents});
 }
 
-Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts) {
+Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
+                           const AtomicWriteOptions& options) {
   // One mechanism for every finished file dmlp writes (result.json, the state
   // file, checkpoints, verify's reports): relative to the directory's
   // descriptor, the temporary created O_EXCL|O_NOFOLLOW (common/out_dir.h).
@@ -59,16 +53,16 @@ Status WriteFileAtomically(const std::string& path, std::initializer_list<std::s
   Result<OutDir> out = OutDir::Open(directory);
   // Writing, a missing folder is an I/O failure like any other (IO_ERROR).
   if (!out.ok() && out.status().code() == "NOT_FOUND")
-    return Status::Error("IO_ERROR", "open directory " + directory + ": " + std::strerror(ENOENT));
+    return ErrnoError("IO_ERROR", "open directory " + directory, ENOENT);
   if (!out.ok()) return out.status();
-  return out->WriteAtomically(location.filename().string(), parts);
+  return out->WriteAtomically(location.filename().string(), parts, options);
 }
 
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd >= 0) return fd;
   if (errno == EEXIST) return Status::Error(exists_code, path);
-  return ErrnoStatus("IO_ERROR", "create " + path);
+  return ErrnoError("IO_ERROR", "create " + path);
 }
 
 Result<std::string> ReadFdToString(int fd, const std::string& path) {
@@ -78,7 +72,7 @@ Result<std::string> ReadFdToString(int fd, const std::string& path) {
     ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0) {
       if (errno == EINTR) continue;
-      Status status = ErrnoStatus("IO_ERROR", "read " + path);
+      Status status = ErrnoError("IO_ERROR", "read " + path);
       ::close(fd);
       return status;
     }
@@ -93,7 +87,7 @@ Result<std::string> ReadFileToString(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    return ErrnoStatus("IO_ERROR", "open " + path);
+    return ErrnoError("IO_ERROR", "open " + path);
   }
   return ReadFdToString(fd, path);
 }

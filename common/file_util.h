@@ -1,5 +1,5 @@
-// defines: WriteFileAtomically, CreateExclusive, WriteAll, ReadFdToString, ReadFileToString,
-//          FsyncDirectory, IsDescriptorShortage, DescribeDescriptorShortage
+// defines: AtomicWriteOptions, WriteFileAtomically, CreateExclusive, WriteAll, ReadFdToString,
+//          ReadFileToString, FsyncDirectory, IsDescriptorShortage, DescribeDescriptorShortage
 //
 // File primitives with the durability and safety rules dmlp's outputs need:
 // finished files appear whole or not at all (temporary, fsync, rename, fsync
@@ -7,6 +7,7 @@
 // O_EXCL. Errors carry the path and errno text.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -15,13 +16,29 @@
 
 namespace dmlp {
 
-/// Writes `contents` to `path` via `path + ".tmp"`: write, fsync, rename, fsync dir,
+/// How WriteFileAtomically names its temporary, and what it asks before the rename.
+struct AtomicWriteOptions {
+  /// false: the temporary is FILE.tmp, for a directory one writer owns at a
+  /// time (OUT_DIR, under its lock); a stale one left by a killed writer is
+  /// replaced. true: FILE.tmp-<pid>, for a directory where others may write
+  /// the same FILE (dmlp-verify's reports): no two writers share a temporary,
+  /// and whatever already has its name is never replaced nor followed
+  /// (IO_ERROR "create FILE.tmp-<pid>: File exists").
+  bool temporary_per_process = false;
+  /// Asked once the temporary is complete and fsynced, just before the rename;
+  /// an error stops the write (the temporary is removed, FILE untouched).
+  std::function<Status()> before_rename;
+};
+
+/// Writes `contents` to `path` via a temporary: write, fsync, rename, fsync dir,
 /// never through a link (OutDir::WriteAtomically). Code IO_ERROR on failure (the
-/// temporary is removed and `path` is untouched); OUTPUT_NOT_REGULAR for a stale
-/// temporary that is not a regular file.
+/// temporary is removed and `path` is untouched; a missing directory is
+/// "open directory DIR: ..."); OUTPUT_NOT_REGULAR for a stale temporary that
+/// is not a regular file.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
 /// The same for a file made of several pieces written in order (no concatenation copy).
-Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts);
+Status WriteFileAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
+                           const AtomicWriteOptions& options = {});
 /// Opens a new file for writing (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, no O_APPEND).
 /// EEXIST gives `exists_code` (e.g. OUTPUT_EXISTS); other failures IO_ERROR.
 Result<int> CreateExclusive(const std::string& path, const std::string& exists_code);

@@ -11,15 +11,12 @@
 #include <filesystem>
 #include <utility>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/quote.h"
 
 namespace dmlp {
 namespace {
-
-Status ErrnoStatus(const std::string& what) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(errno));
-}
 
 std::string Name(std::string_view name) { return std::string(name); }
 
@@ -40,7 +37,7 @@ Result<OutDir> OutDir::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
-    return ErrnoStatus("open directory " + path);
+    return ErrnoError("IO_ERROR", "open directory " + path);
   }
   return OutDir(path, fd);
 }
@@ -101,7 +98,7 @@ Result<OutDir::Kind> OutDir::KindOf(std::string_view name) const {
   struct stat info {};
   if (::fstatat(fd_, Name(name).c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return Kind::kAbsent;
-    return ErrnoStatus("stat " + PathOf(name));
+    return ErrnoError("IO_ERROR", "stat " + PathOf(name));
   }
   if (S_ISREG(info.st_mode)) return Kind::kRegular;
   if (S_ISDIR(info.st_mode)) return Kind::kDirectory;
@@ -111,11 +108,11 @@ Result<OutDir::Kind> OutDir::KindOf(std::string_view name) const {
 
 Result<std::vector<std::string>> OutDir::List() const {
   int fd = ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("list " + path_);
+  if (fd < 0) return ErrnoError("IO_ERROR", "list " + path_);
   DIR* stream = ::fdopendir(fd);
   if (stream == nullptr) {
     ::close(fd);
-    return ErrnoStatus("list " + path_);
+    return ErrnoError("IO_ERROR", "list " + path_);
   }
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(stream)) {
@@ -134,7 +131,7 @@ Result<int> OutDir::CreateFile(std::string_view name, const std::string& exists_
   int fd = ::openat(fd_, Name(name).c_str(),
                     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd >= 0) return fd;
-  if (errno != EEXIST) return ErrnoStatus("create " + PathOf(name));
+  if (errno != EEXIST) return ErrnoError("IO_ERROR", "create " + PathOf(name));
   DMLP_ASSIGN_OR_RETURN(Kind kind, KindOf(name));
   if (kind == Kind::kRegular || kind == Kind::kAbsent) return Status::Error(exists_code, PathOf(name));
   return NotRegular(name, kind, "a regular file");
@@ -145,7 +142,7 @@ Result<int> OutDir::OpenForReading(std::string_view name) const {
   if (fd < 0) {
     if (errno == ENOENT) return Status::Error("NOT_FOUND", PathOf(name));
     if (errno == ELOOP) return NotRegular(name, Kind::kLink, "a regular file");
-    return ErrnoStatus("open " + PathOf(name));
+    return ErrnoError("IO_ERROR", "open " + PathOf(name));
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -155,25 +152,32 @@ Result<int> OutDir::OpenForReading(std::string_view name) const {
   return fd;
 }
 
-Status OutDir::WriteAtomically(std::string_view name,
-                               std::initializer_list<std::string_view> parts) const {
-  const std::string temporary = Name(name) + ".tmp";
-  // A temporary left by a killed writer is ours to replace, but only a plain
-  // file: removing a planted link or FIFO would hide the plant, so name it.
-  DMLP_ASSIGN_OR_RETURN(Kind stale, KindOf(temporary));
-  if (stale != Kind::kAbsent && stale != Kind::kRegular)
-    return NotRegular(temporary, stale, "a regular file (a stale temporary)");
-  if (stale == Kind::kRegular) DMLP_RETURN_IF_ERROR(Remove(temporary));
-  DMLP_ASSIGN_OR_RETURN(int fd, CreateFile(temporary, "IO_ERROR"));
+Status OutDir::WriteAtomically(std::string_view name, std::initializer_list<std::string_view> parts,
+                               const AtomicWriteOptions& options) const {
+  // The one write-then-rename of every finished file dmlp writes.
+  const std::string temporary =
+      Name(name) + (options.temporary_per_process ? ".tmp-" + std::to_string(::getpid()) : ".tmp");
+  if (!options.temporary_per_process) {
+    // A temporary left by a killed writer is ours to replace, but only a plain
+    // file: removing a planted link or FIFO would hide the plant, so name it.
+    DMLP_ASSIGN_OR_RETURN(Kind stale, KindOf(temporary));
+    if (stale != Kind::kAbsent && stale != Kind::kRegular)
+      return NotRegular(temporary, stale, "a regular file (a stale temporary)");
+    if (stale == Kind::kRegular) DMLP_RETURN_IF_ERROR(Remove(temporary));
+  }
+  // O_EXCL|O_NOFOLLOW: whatever took the temporary's name is neither followed nor truncated.
+  const int fd = ::openat(fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("IO_ERROR", "create " + PathOf(temporary));
   Status status;
   for (std::string_view part : parts) {
     if (status.ok()) status = WriteAll(fd, part, PathOf(temporary));
   }
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("fsync " + PathOf(temporary));
-  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("close " + PathOf(temporary));
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("IO_ERROR", "fsync " + PathOf(temporary));
+  if (::close(fd) != 0 && status.ok()) status = ErrnoError("IO_ERROR", "close " + PathOf(temporary));
+  if (status.ok() && options.before_rename) status = options.before_rename();
   // renameat replaces the entry `name` itself, a link there included: never its target.
   if (status.ok() && ::renameat(fd_, temporary.c_str(), fd_, Name(name).c_str()) != 0)
-    status = ErrnoStatus("rename " + PathOf(temporary) + " to " + PathOf(name));
+    status = ErrnoError("IO_ERROR", "rename " + PathOf(temporary) + " to " + PathOf(name));
   if (!status.ok()) {
     ::unlinkat(fd_, temporary.c_str(), 0);
     return status;
@@ -183,7 +187,7 @@ Status OutDir::WriteAtomically(std::string_view name,
 
 Result<OutDir> OutDir::OpenSubdir(std::string_view name, bool create) const {
   if (create && ::mkdirat(fd_, Name(name).c_str(), 0755) != 0 && errno != EEXIST)
-    return ErrnoStatus("create " + PathOf(name));
+    return ErrnoError("IO_ERROR", "create " + PathOf(name));
   int fd = ::openat(fd_, Name(name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) return OutDir(PathOf(name), fd);
   if (errno == ENOENT) return Status::Error("NOT_FOUND", PathOf(name));
@@ -192,30 +196,30 @@ Result<OutDir> OutDir::OpenSubdir(std::string_view name, bool create) const {
     return Status::Error(kNotRegularCode, PathOf(name) + " is " + KindName(kind) +
                                               ", not a directory (dmlp never writes through links)");
   }
-  return ErrnoStatus("open directory " + PathOf(name));
+  return ErrnoError("IO_ERROR", "open directory " + PathOf(name));
 }
 
 Status OutDir::MakeSubdir(std::string_view name, const std::string& exists_code) const {
   if (::mkdirat(fd_, Name(name).c_str(), 0755) == 0) return Status::Ok();
   if (errno == EEXIST) return Status::Error(exists_code, PathOf(name));
-  return ErrnoStatus("create " + PathOf(name));
+  return ErrnoError("IO_ERROR", "create " + PathOf(name));
 }
 
 Status OutDir::MoveTo(std::string_view name, const OutDir& target,
                       std::string_view target_name) const {
   if (::renameat(fd_, Name(name).c_str(), target.fd_, Name(target_name).c_str()) != 0)
-    return ErrnoStatus("move " + PathOf(name) + " to " + target.PathOf(target_name));
+    return ErrnoError("IO_ERROR", "move " + PathOf(name) + " to " + target.PathOf(target_name));
   return Status::Ok();
 }
 
 Status OutDir::Remove(std::string_view name) const {
   if (::unlinkat(fd_, Name(name).c_str(), 0) != 0 && errno != ENOENT)
-    return ErrnoStatus("remove " + PathOf(name));
+    return ErrnoError("IO_ERROR", "remove " + PathOf(name));
   return Status::Ok();
 }
 
 Status OutDir::Sync() const {
-  if (::fsync(fd_) != 0) return ErrnoStatus("fsync directory " + path_);
+  if (::fsync(fd_) != 0) return ErrnoError("IO_ERROR", "fsync directory " + path_);
   return Status::Ok();
 }
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/file_util.h"
 #include "common/status.h"
 
 namespace dmlp {
@@ -56,7 +57,9 @@ class OutDir {
   /// `name` appears whole or not at all: `name`.tmp is written, fsynced and
   /// renamed over `name`, then the directory is fsynced. A stale regular
   /// temporary is replaced; one that is not a regular file is OUTPUT_NOT_REGULAR.
-  Status WriteAtomically(std::string_view name, std::initializer_list<std::string_view> parts) const;
+  /// `options` may name the temporary by the process and ask before the rename.
+  Status WriteAtomically(std::string_view name, std::initializer_list<std::string_view> parts,
+                         const AtomicWriteOptions& options = {}) const;
   /// The subdirectory `name`, made when `create` and missing; a link or file there is OUTPUT_NOT_REGULAR.
   Result<OutDir> OpenSubdir(std::string_view name, bool create) const;
   /// Makes the new, empty subdirectory `name`; EEXIST is `exists_code`.

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/sha256.h"
 #include "common/strict_json.h"
@@ -45,7 +46,7 @@ class Reader {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
       if (errno == ENOENT) return Status::Error("NOT_FOUND", path_);
-      return Status::Error("IO_ERROR", "open " + path_ + ": " + std::strerror(errno));
+      return ErrnoError("IO_ERROR", "open " + path_);
     }
     struct stat info {};
     if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode))
@@ -59,7 +60,7 @@ class Reader {
     while (length > 0) {
       ssize_t got = ::pread(fd_, cursor, length, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Status::Error("IO_ERROR", "read " + path_ + ": " + std::strerror(errno));
+      if (got < 0) return ErrnoError("IO_ERROR", "read " + path_);
       if (got == 0) return Invalid(path_, "file shorter than its header says");
       cursor += got;
       offset += static_cast<uint64_t>(got);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/errno_error.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -52,11 +53,11 @@ Result<GroupWatchdog> GroupWatchdog::Start(const std::vector<pid_t>& groups,
                                            const std::vector<int>& inherited_fds) {
   int ends[2];
   if (pipe2(ends, O_CLOEXEC) != 0)
-    return Status::Error(kSpawnFailed, std::string("watchdog pipe2: ") + std::strerror(errno));
+    return ErrnoError(kSpawnFailed, "watchdog pipe2");
   UniqueFd watch_end(ends[0]), launcher_end(ends[1]);
   pid_t pid = fork();
   if (pid < 0)
-    return Status::Error(kSpawnFailed, std::string("watchdog fork: ") + std::strerror(errno));
+    return ErrnoError(kSpawnFailed, "watchdog fork");
   if (pid == 0) {
     close(launcher_end.Release());  // the launcher must be the only writer, or EOF never comes
     Watch(watch_end.get(), groups, inherited_fds);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -16,7 +17,7 @@ Result<std::string> NewJobId() {
   while (filled < sizeof(bytes)) {
     const ssize_t got = getrandom(bytes + filled, sizeof(bytes) - filled, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return Status::Error(kInternal, std::string("getrandom: ") + std::strerror(errno));
+    if (got <= 0) return ErrnoError(kInternal, "getrandom");
     filled += static_cast<size_t>(got);
   }
   static constexpr char kHex[] = "0123456789abcdef";

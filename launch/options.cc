@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/build_info.h"
+#include "common/number_grammar.h"
 #include "common/quote.h"
 #include "launch/job_id.h"
 #include "launch/launch_errors.h"

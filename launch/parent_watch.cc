@@ -8,13 +8,14 @@
 #include <cstring>
 #include <string>
 
+#include "common/errno_error.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
 
 Status StopWithParent(pid_t parent) {
   if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
-    return Status::Error(kInternal, std::string("PR_SET_PDEATHSIG: ") + std::strerror(errno));
+    return ErrnoError(kInternal, "PR_SET_PDEATHSIG");
   const pid_t current = getppid();
   if (current != parent)
     return Status::Error(kParentGone, "--stop-with-parent " + std::to_string(parent) +

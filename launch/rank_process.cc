@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -69,13 +70,8 @@ Status ExecFailure(const RankLaunch& launch, const ChildFailure& failure) {
     return Status::Error(kCommandNotFound,
                          what + " (exec failed; a missing #! interpreter reads the same)");
   if (failure.step == kStepExec) return Status::Error(kCommandNotExecutable, what);
-  return Status::Error(kSpawnFailed, "rank " + std::to_string(launch.rank) + " setup step " +
-                                         std::to_string(failure.step) + ": " +
-                                         std::strerror(failure.error));
-}
-
-Status PipeError(const char* call) {
-  return Status::Error(kSpawnFailed, std::string(call) + ": " + std::strerror(errno));
+  return ErrnoError(kSpawnFailed, "rank " + std::to_string(launch.rank) + " setup step " + std::to_string(failure.step),
+                    failure.error);
 }
 
 }  // namespace
@@ -106,19 +102,19 @@ Result<SpawnedRank> SpawnRank(const RankLaunch& launch) {
   envp.push_back(nullptr);
 
   int out[2], err[2], report[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return PipeError("pipe2");
+  if (pipe2(out, O_CLOEXEC) != 0) return ErrnoError(kSpawnFailed, "pipe2");
   UniqueFd out_read(out[0]), out_write(out[1]);
-  if (pipe2(err, O_CLOEXEC) != 0) return PipeError("pipe2");
+  if (pipe2(err, O_CLOEXEC) != 0) return ErrnoError(kSpawnFailed, "pipe2");
   UniqueFd err_read(err[0]), err_write(err[1]);
-  if (pipe2(report, O_CLOEXEC) != 0) return PipeError("pipe2");
+  if (pipe2(report, O_CLOEXEC) != 0) return ErrnoError(kSpawnFailed, "pipe2");
   UniqueFd report_read(report[0]), report_write(report[1]);
   // Only the launcher's ends are non-blocking; the rank gets ordinary blocking pipes.
   if (fcntl(out_read.get(), F_SETFL, O_NONBLOCK) != 0 ||
       fcntl(err_read.get(), F_SETFL, O_NONBLOCK) != 0)
-    return PipeError("fcntl");
+    return ErrnoError(kSpawnFailed, "fcntl");
 
   pid_t pid = fork();
-  if (pid < 0) return PipeError("fork");
+  if (pid < 0) return ErrnoError(kSpawnFailed, "fork");
   if (pid == 0)
     RunChild(launch, argv.data(), envp.data(), out_write.get(), err_write.get(),
              report_write.get());

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "common/errno_error.h"
 #include "launch/launch_errors.h"
 
 namespace dmlp {
@@ -25,12 +26,12 @@ Result<std::unique_ptr<SignalForwarder>> SignalForwarder::Create(const std::vect
   sigemptyset(&default_action.sa_mask);
   sigaction(SIGCHLD, &default_action, nullptr);
   if (sigprocmask(SIG_BLOCK, &set, &forwarder->old_mask_) != 0)
-    return Status::Error(kInternal, std::string("sigprocmask: ") + std::strerror(errno));
+    return ErrnoError(kInternal, "sigprocmask");
   int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd < 0) {
     int error = errno;
     sigprocmask(SIG_SETMASK, &forwarder->old_mask_, nullptr);
-    return Status::Error(kInternal, std::string("signalfd: ") + std::strerror(error));
+    return ErrnoError(kInternal, "signalfd", error);
   }
   forwarder->fd_.Reset(fd);
   struct sigaction ignore {};
@@ -53,8 +54,7 @@ Result<std::vector<ReceivedSignal>> SignalForwarder::ReadPending() {
     ssize_t got = read(fd_.get(), records, sizeof(records));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0 && errno == EAGAIN) break;
-    if (got < 0)
-      return Status::Error(kInternal, std::string("read signalfd: ") + std::strerror(errno));
+    if (got < 0) return ErrnoError(kInternal, "read signalfd");
     for (size_t i = 0; i < static_cast<size_t>(got) / sizeof(records[0]); ++i)
       received.push_back(
           {static_cast<int>(records[i].ssi_signo), static_cast<pid_t>(records[i].ssi_pid)});

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/std_streams.h"
 #include "launch/command_path.h"
 #include "launch/launch_errors.h"
@@ -26,10 +27,6 @@ constexpr int kSignalsToHandle[] = {SIGCHLD, SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
                                     SIGALRM, SIGUSR1, SIGUSR2, SIGTSTP};
 // Bytes read from a rank's pipes right after it exits, before its verdict is printed.
 constexpr size_t kLastWordsBytes = size_t{1} << 20;
-
-Status SystemError(const char* code, const std::string& what) {
-  return Status::Error(code, what + ": " + std::strerror(errno));
-}
 
 }  // namespace
 
@@ -54,7 +51,7 @@ Status Supervisor::Prepare() {
   DMLP_ASSIGN_OR_RETURN(signals_, SignalForwarder::Create(std::vector<int>(
                                       std::begin(kSignalsToHandle), std::end(kSignalsToHandle))));
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    return SystemError(kInternal, "PR_SET_CHILD_SUBREAPER");
+    return ErrnoError(kInternal, "PR_SET_CHILD_SUBREAPER");
   // After the signalfd exists: the parent's death is then a SIGTERM the loop reads.
   if (config_.watched_parent != 0) DMLP_RETURN_IF_ERROR(StopWithParent(config_.watched_parent));
   char host[256] = {};
@@ -67,14 +64,14 @@ Status Supervisor::Prepare() {
     log_dir_.emplace(std::move(logs));
   }
   dev_null_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!dev_null_.valid()) return SystemError(kSpawnFailed, "open /dev/null");
+  if (!dev_null_.valid()) return ErrnoError(kSpawnFailed, "open /dev/null");
   epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
-  if (!epoll_.valid()) return SystemError(kSpawnFailed, "epoll_create1");
+  if (!epoll_.valid()) return ErrnoError(kSpawnFailed, "epoll_create1");
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = nullptr;  // nullptr marks the signalfd
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, signals_->fd(), &event) != 0)
-    return SystemError(kSpawnFailed, "epoll_ctl");
+    return ErrnoError(kSpawnFailed, "epoll_ctl");
   // Each rank holds two pipes (and two log files); lift the soft descriptor
   // limit for the launcher if a large node needs it, and give ranks the old one.
   // Once per launch: a second attempt must not mistake the lifted limit for the original.
@@ -167,7 +164,7 @@ Status Supervisor::SpawnAll() {
       event.events = EPOLLIN;  // level-triggered: one read per wakeup, fair across ranks
       event.data.ptr = stream;
       if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stream->fd(), &event) != 0)
-        return SystemError(kSpawnFailed, "epoll_ctl");
+        return ErrnoError(kSpawnFailed, "epoll_ctl");
     }
   }
   return Status::Ok();
@@ -180,7 +177,7 @@ Status Supervisor::Loop() {
     if (phase_ == Phase::kDone) return Status::Ok();
     int ready = epoll_wait(epoll_.get(), events, 64, TimeoutMs());
     if (ready < 0 && errno == EINTR) continue;  // e.g. stopped and continued
-    if (ready < 0) return SystemError(kInternal, "epoll_wait");
+    if (ready < 0) return ErrnoError(kInternal, "epoll_wait");
     for (int i = 0; i < ready; ++i) {
       auto* stream = static_cast<RankStream*>(events[i].data.ptr);
       if (stream == nullptr) {

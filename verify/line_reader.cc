@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/receipt_reader.h"
 
 namespace dmlp::verify {
@@ -24,8 +25,7 @@ Status LineReader::Fill() {
   for (;;) {
     ssize_t got = ::read(fd_.get(), buffer_.data() + end_, buffer_.size() - end_);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0)
-      return Status::Error("IO_ERROR", "read " + display_name_ + ": " + std::strerror(errno));
+    if (got < 0) return ErrnoError("IO_ERROR", "read " + display_name_);
     if (got == 0) eof_ = true;
     end_ += static_cast<size_t>(got);
     bytes_read_ += static_cast<uint64_t>(got);

@@ -6,33 +6,11 @@
 #include <limits>
 #include <memory>
 
+#include "common/number_grammar.h"
 #include "verify/receipt_set.h"
 
 namespace dmlp::verify {
 namespace {
-
-// digits [. digits] [e|E [+|-] digits], or . digits [...]: what people type for a
-// tolerance. strtod alone would also take "nan", "inf", hex floats and leading spaces.
-bool IsPlainDecimal(std::string_view text) {
-  size_t i = 0, digits = 0;
-  auto run_of_digits = [&] {
-    size_t start = i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-    return i - start;
-  };
-  digits += run_of_digits();
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    digits += run_of_digits();
-  }
-  if (digits == 0) return false;
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-    if (run_of_digits() == 0) return false;
-  }
-  return i == text.size();
-}
 
 std::string Number(double value) {
   char text[32];
@@ -92,15 +70,16 @@ void AddNothingCompared(const LossComparison& comparison, const ReceiptFile& gol
 Result<double> ParseTolerance(std::string_view text) {
   const std::string shown(text);
   const std::string expected = " (give a relative difference, a finite decimal number >= 0 such as 1e-4)";
-  if (!text.empty() && text.front() == '-' && IsPlainDecimal(text.substr(1))) {
+  // The number grammar of every setting and flag (common/number_grammar.h).
+  if (!IsDecimalNumber(text))
+    return Status::Error("USAGE_ERROR", "--tolerance '" + shown + "' is not a decimal number" + expected);
+  if (text.front() == '-') {
     // "-0" (also "-0.0", "-0e5") is zero, not a negative difference. Told by
     // its digits, not by strtod, which also rounds "-1e-400" to zero.
     const std::string_view digits = text.substr(1, text.find_first_of("eE") - 1);
     if (digits.find_first_not_of("0.") == std::string_view::npos) return 0.0;
     return Status::Error("USAGE_ERROR", "--tolerance " + shown + ": a relative difference cannot be negative" + expected);
   }
-  if (!IsPlainDecimal(text))
-    return Status::Error("USAGE_ERROR", "--tolerance '" + shown + "' is not a decimal number" + expected);
   const double value = std::strtod(shown.c_str(), nullptr);
   if (!std::isfinite(value))
     return Status::Error("USAGE_ERROR", "--tolerance " + shown + " is not finite" + expected);

@@ -28,8 +28,8 @@
 
 namespace dmlp::verify {
 
-/// REL as given to --tolerance: a plain decimal number, finite and >= 0
-/// ("1e-4", "0.001", "0"). USAGE_ERROR naming the text otherwise (also "nan", "inf", "0x1p-4").
+/// REL as given to --tolerance: a number of the settings' grammar (common/number_grammar.h),
+/// finite and >= 0 ("1e-4", "0.001", "0"). USAGE_ERROR naming the text otherwise (also "nan", "inf", "0x1p-4").
 Result<double> ParseTolerance(std::string_view text);
 
 /// |run - golden| / |golden|; 0 when both are 0, +infinity when only golden is.

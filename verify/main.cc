@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/errno_error.h"
 #include "common/std_streams.h"
 #include "verify/html_report.h"
 #include "verify/options.h"
@@ -39,8 +40,7 @@ dmlp::Status Emit(std::FILE* stream, std::string_view text) {
   const int error = errno != 0 ? errno : EIO;
   std::clearerr(stream);
   if (error == EPIPE) return dmlp::Status::Ok();
-  return dmlp::Status::Error("IO_ERROR", std::string("write ") + (stream == stdout ? "stdout" : "stderr") + ": " +
-                                             std::strerror(error));
+  return dmlp::ErrnoError("IO_ERROR", stream == stdout ? "write stdout" : "write stderr", error);
 }
 
 // Under --html-optional: says why the page is not there, on stderr.

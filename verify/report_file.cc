@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <optional>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "verify/same_file.h"
 
@@ -20,10 +19,6 @@ namespace {
 constexpr off_t kMaxReportBytes = off_t{256} << 20;
 // Directories between FILE and "/" that are compared with the runs, at most.
 constexpr int kMaxDepth = 4096;
-
-Status Trouble(const std::string& what, int error) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(error));
-}
 
 const char* KindOf(mode_t mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
@@ -59,7 +54,7 @@ std::optional<size_t> EnclosingRun(const std::string& directory, const std::vect
 /// Whether the regular file at `path` is a report dmlp-verify wrote.
 Result<bool> HoldsOwnReport(const std::string& path, const ReportMarker& is_own_report) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Trouble("open " + path, errno);
+  if (fd < 0) return ErrnoError("IO_ERROR", "open " + path);
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size > kMaxReportBytes) {
     ::close(fd);
@@ -88,7 +83,7 @@ Status CheckReportTarget(const std::string& option, const std::string& path,
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) return Status::Ok();
-    return Trouble("stat " + path, errno);
+    return ErrnoError("IO_ERROR", "stat " + path);
   }
   if (!S_ISREG(info.st_mode))
     return Status::Error("USAGE_ERROR", option + path + " is " + KindOf(info.st_mode) +
@@ -101,23 +96,17 @@ Status CheckReportTarget(const std::string& option, const std::string& path,
 }
 
 Status WriteReportFile(const std::string& path, std::string_view contents) {
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return Trouble("create " + temporary, errno);
-  Status status = WriteAll(fd, contents, temporary);
-  if (status.ok() && ::fsync(fd) != 0) status = Trouble("fsync " + temporary, errno);
-  if (::close(fd) != 0 && status.ok()) status = Trouble("close " + temporary, errno);
+  AtomicWriteOptions options;
+  // Two dmlp-verify processes may write one report: each its own temporary.
+  options.temporary_per_process = true;
   // Checked once more just before: what took FILE's name meanwhile is not replaced either.
-  struct stat info {};
-  if (status.ok() && ::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    status = Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
-  if (status.ok() && std::rename(temporary.c_str(), path.c_str()) != 0)
-    status = Trouble("rename " + temporary + " to " + path, errno);
-  if (!status.ok()) {
-    ::unlink(temporary.c_str());
-    return status;
-  }
-  return FsyncDirectoryOf(path);
+  options.before_rename = [&path] {
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+      return Status::Error("IO_ERROR", path + " became " + KindOf(info.st_mode) + "; it is not replaced");
+    return Status::Ok();
+  };
+  return WriteFileAtomically(path, {contents}, options);
 }
 
 }  // namespace dmlp::verify

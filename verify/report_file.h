@@ -9,7 +9,8 @@
 //     FIFO, a directory, a symbolic link): it is refused, not renamed over;
 //   - a regular file only when it is a report dmlp-verify wrote before (its
 //     format's marker, `is_own_report`); any other file is the user's.
-// Writing: the text goes to FILE.tmp-<pid> in FILE's directory, created with
+// Writing is dmlp's one atomic writer (common/file_util.h, WriteFileAtomically):
+// the text goes to FILE.tmp-<pid> in FILE's directory, created with
 // O_EXCL|O_NOFOLLOW (a planted file or link there is refused, never followed
 // or truncated), fsynced, then renamed over FILE, so a reader sees the old
 // report or the new one, never half of one.
@@ -33,7 +34,8 @@ using ReportMarker = std::function<bool(std::string_view text)>;
 Status CheckReportTarget(const std::string& option, const std::string& path,
                          const std::vector<std::string>& run_dirs, const ReportMarker& is_own_report);
 
-/// Replaces `path` atomically with `contents`. IO_ERROR naming the file; the temporary is removed.
+/// Replaces `path` atomically with `contents`, unless something other than a
+/// regular file took its name meanwhile. IO_ERROR naming the file; the temporary is removed.
 Status WriteReportFile(const std::string& path, std::string_view contents);
 
 }  // namespace dmlp::verify

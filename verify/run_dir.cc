@@ -8,14 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/flock_holder.h"
 
 namespace dmlp::verify {
 namespace {
-
-Status IoError(const std::string& what, const std::string& path) {
-  return Status::Error("IO_ERROR", what + " " + path + ": " + std::strerror(errno));
-}
 
 // The names whose creation, renaming or removal can change a verdict (a live
 // job's checkpoints come and go without changing one).
@@ -49,7 +46,7 @@ Result<RunDir> RunDir::Open(const std::string& path) {
   if (fd < 0) {
     if (errno == ENOENT) return Status::Error("NOT_FOUND", path);
     if (errno == ENOTDIR) return Status::Error("NOT_A_DIRECTORY", path);
-    return IoError("open", path);
+    return ErrnoError("IO_ERROR", "open " + path);
   }
   RunDir dir;
   dir.path_ = path;
@@ -68,7 +65,7 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
   // lstat first so a FIFO or device is never opened (opening a FIFO blocks).
   if (::fstatat(fd_.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return file;
-    return IoError("stat", Display(name));
+    return ErrnoError("IO_ERROR", "stat " + Display(name));
   }
   if (!S_ISREG(info.st_mode)) {
     file.kind = FileKind::kNotRegular;
@@ -81,11 +78,11 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
       file.kind = FileKind::kNotRegular;
       return file;
     }
-    return IoError("open", Display(name));
+    return ErrnoError("IO_ERROR", "open " + Display(name));
   }
   file.fd = UniqueFd(fd);
   // Re-check through the descriptor: the name may have changed since fstatat.
-  if (::fstat(fd, &info) != 0) return IoError("stat", Display(name));
+  if (::fstat(fd, &info) != 0) return ErrnoError("IO_ERROR", "stat " + Display(name));
   file.kind = S_ISREG(info.st_mode) ? FileKind::kRegular : FileKind::kNotRegular;
   if (file.kind != FileKind::kRegular) file.fd = UniqueFd();
   return file;
@@ -93,11 +90,11 @@ Result<RunFile> RunDir::OpenFile(const std::string& name) const {
 
 Result<DirListing> RunDir::List() const {
   int fd = ::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("open", path_);
+  if (fd < 0) return ErrnoError("IO_ERROR", "open " + path_);
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     ::close(fd);
-    return IoError("list", path_);
+    return ErrnoError("IO_ERROR", "list " + path_);
   }
   DirListing listing;
   errno = 0;
@@ -124,7 +121,7 @@ Result<DirListing> RunDir::List() const {
   ::closedir(dir);
   if (error != 0) {
     errno = error;
-    return IoError("list", path_);
+    return ErrnoError("IO_ERROR", "list " + path_);
   }
   return listing;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 
+#include "common/errno_error.h"
 #include "common/receipt_reader.h"
 
 #include "verify/compare.h"
@@ -31,7 +32,7 @@ Result<std::string> ReadBounded(int fd, size_t limit, const std::string& display
   while (text.size() <= limit) {
     ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status::Error("IO_ERROR", "read " + display + ": " + std::strerror(errno));
+    if (got < 0) return ErrnoError("IO_ERROR", "read " + display);
     if (got == 0) break;
     text.append(buffer, static_cast<size_t>(got));
   }

@@ -40,3 +40,15 @@ set_tests_properties(e2e.gpu.FidelityRow PROPERTIES
   SKIP_RETURN_CODE 77
   TIMEOUT 600
   LABELS "e2e;reference")
+
+# tests/gpu/run_gpu_checks.sh --kit without a GPU, on a stand-in kit of this
+# build's programs: the rows and verdict the device shows, and the usage errors.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME e2e.gpu.ChecksWithoutGpu
+           COMMAND ${Python3_EXECUTABLE} -m unittest -v run_gpu_checks_test
+           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/gpu)
+  set_tests_properties(e2e.gpu.ChecksWithoutGpu PROPERTIES
+    ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+    TIMEOUT 300 LABELS "e2e")
+endif()

@@ -110,7 +110,8 @@ cp "$reference_dir"/* "$kit/reference/"
 install -m 755 "$script_dir/run_gpu_checks.sh" "$script_dir/python_jax_cuda.sh" \
   "$script_dir/digest_row.sh" "$script_dir/freeze_row.sh" "$script_dir/fidelity_row.sh" \
   "$kit/tests/gpu/"
-install -m 644 "$script_dir/compare_losses.py" "$script_dir/fidelity_jax.py" "$kit/tests/gpu/"
+install -m 644 "$script_dir/run_gpu_checks.py" "$script_dir"/gpu_check_*.py "$script_dir/compare_losses.py" \
+  "$script_dir/fidelity_jax.py" "$kit/tests/gpu/"
 # fidelity_jax.py imports it from ../data, as in the repository.
 install -m 644 "$repo/tests/data/reference_draws.py" "$kit/tests/data/"
 

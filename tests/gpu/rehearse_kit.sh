@@ -32,6 +32,9 @@
 #   DEBIAN_MIRROR        for debootstrap (default http://deb.debian.org/debian)
 #   DEVICE_LIB_SOURCE    where cuBLAS/NCCL are here (default /usr/local/cuda/lib64)
 #   KIT_REHEARSAL_PORT   first coordinator port (default 13150; 20 are used)
+#   KIT_REHEARSAL_PYTHON a self-contained Python prefix (default this machine's
+#                        python3's, not /usr) that the runner gets on PATH, as the
+#                        device has one: the root itself has no Python
 # Leaves nothing mounted and nothing running, on every exit path.
 # Exit status: 0 when every check passed, 1 when one failed, 2 when it could not run.
 set -euo pipefail
@@ -45,10 +48,17 @@ root="${KIT_REHEARSAL_ROOT:-/var/tmp/dmlp-rehearsal/bookworm-kit-root}"
 device_lib_source="${DEVICE_LIB_SOURCE:-/usr/local/cuda/lib64}"
 port="${KIT_REHEARSAL_PORT:-13150}"
 device_site=opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib
+kit_python="${KIT_REHEARSAL_PYTHON:-$(python3 -c 'import sys; print(sys.base_prefix)' 2>/dev/null || true)}"
 [ "$(id -u)" -eq 0 ] || die "needs root (chroot, mount)"
 for tool in debootstrap chroot mount umount mountpoint; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
+# Mounted at its own path (a pyenv-style build finds libpython by an absolute
+# RUNPATH); a system one (/usr) would hide the root's own /usr.
+case "$kit_python" in
+  "" | /usr | /usr/*) die "no self-contained Python prefix for the runner (set KIT_REHEARSAL_PYTHON)" ;;
+esac
+[ -x "$kit_python/bin/python3" ] || die "no $kit_python/bin/python3 (set KIT_REHEARSAL_PYTHON)"
 started=$SECONDS
 
 if [ ! -d "$root" ]; then
@@ -95,6 +105,7 @@ mount_at "$root" --bind "$root"
 mount_at "$root/proc" -t proc proc
 mount_at "$root/dev" --bind /dev
 mount_at "$root/dev/pts" --bind /dev/pts
+mount_at "$root$kit_python" --bind -o ro "$kit_python"
 mapfile -t device_libs <"$root/kit/lib/DEVICE_LIBS"
 
 # ---- 1. a bare root -----------------------------------------------------------
@@ -111,10 +122,10 @@ unresolved() {  # the sonames ldd cannot resolve for every kit program, sorted
     in_root env ${1:+LD_LIBRARY_PATH=$1} ldd "/kit/bin/${program##*/}" 2>&1 | awk '/not found/ { print $1 }'  || true
   done | sort -u | tr '\n' ' '
 }
-runner() {  # runner OUT_NAME [VAR=VALUE...]: run_gpu_checks.sh --kit in the root; its status
+runner() {  # runner OUT_NAME [VAR=VALUE...]: run_gpu_checks.sh --kit in the root, python3 on PATH; its status
   local out="$1"
   shift
-  in_root env OUT="/out/$out" GPU_CHECK_PORT_BASE="$port" "$@" \
+  in_root env OUT="/out/$out" GPU_CHECK_PORT_BASE="$port" PATH="$kit_python/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@" \
     timeout -k 5 300 bash /kit/tests/gpu/run_gpu_checks.sh --kit /kit >"$root/out-$out.console" 2>&1
 }
 loader_errors() {  # the loader's complaints in the runner's output and logs, if any

@@ -1,6 +1,8 @@
 add_executable(common_test
   ${CMAKE_CURRENT_LIST_DIR}/env_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/errno_error_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/float_repr_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/number_grammar_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/out_dir_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/py_json_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/rank_place_test.cc

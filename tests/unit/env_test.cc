@@ -63,7 +63,9 @@ TEST(EnvTest, PositiveNumbers) {
   EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "0"}}), "LR").status().ToString(),
             "ENV_INVALID: LR='0' must be finite and > 0");
   EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "inf"}}), "LR").status().ToString(),
-            "ENV_INVALID: LR='inf' must be finite");
+            "ENV_INVALID: LR='inf' is not a number");
+  EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "1e999"}}), "LR").status().ToString(),
+            "ENV_INVALID: LR='1e999' must be finite");
   EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "nan"}}), "LR").status().code(), "ENV_INVALID");
   EXPECT_EQ(RequirePositiveNumber(Env({{"LR", "0.1x"}}), "LR").status().ToString(),
             "ENV_INVALID: LR='0.1x' is not a number");

@@ -108,7 +108,10 @@ TEST(LaunchOptions, OptionValuesAreStrict) {
             "OPTION_INVALID: --grace='-1' must be between 0 and 604800");
   EXPECT_EQ(ErrorOf({"--grace", "inf"}),
             "OPTION_INVALID: --grace='inf' is not a number of seconds");
+  EXPECT_EQ(ErrorOf({"--grace", "0x1p3"}), "OPTION_INVALID: --grace='0x1p3' is not a number of seconds");
+  EXPECT_EQ(ErrorOf({"--grace", "+5"}), "OPTION_INVALID: --grace='+5' is not a number of seconds");
   EXPECT_EQ(ErrorOf({"--grace", "0"}), "OK");
+  EXPECT_EQ(ErrorOf({"--grace", "2.5e1"}), "OK");
   EXPECT_EQ(ErrorOf({"--nnodes", "0"}), "OPTION_INVALID: --nnodes='0' must be >= 1");
   EXPECT_EQ(ErrorOf({"--log-dir", ""}), "OPTION_INVALID: --log-dir is empty");
 }

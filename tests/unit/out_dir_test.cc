@@ -89,6 +89,43 @@ TEST_F(OutDirTest, AtomicWriteReplacesALinkAtTheFinalNameWithoutWritingItsTarget
   EXPECT_EQ(Outside(), "keep\n");
 }
 
+// A directory others write too (dmlp-verify's reports): a temporary of this
+// process's own, nothing under another name touched, nothing under its name
+// replaced or followed.
+TEST_F(OutDirTest, APerProcessTemporaryIsNeverAnotherWritersOrAPlant) {
+  const fs::path run = root_ / "run";
+  OutDir out = std::move(OutDir::Create(run.string()).value());
+  std::ofstream(run / "report.json.tmp") << "another writer's";
+  AtomicWriteOptions options;
+  options.temporary_per_process = true;
+  ASSERT_TRUE(out.WriteAtomically("report.json", {"new\n"}, options).ok());
+  EXPECT_EQ(*ReadFileToString((run / "report.json").string()), "new\n");
+  EXPECT_EQ(*ReadFileToString((run / "report.json.tmp").string()), "another writer's");
+  const fs::path own = run / ("report.json.tmp-" + std::to_string(::getpid()));
+  EXPECT_FALSE(fs::exists(own));
+  fs::create_symlink(outside_, own);
+  EXPECT_EQ(out.WriteAtomically("report.json", {"newer\n"}, options).ToString(),
+            "IO_ERROR: create " + own.string() + ": File exists");
+  EXPECT_EQ(*ReadFileToString((run / "report.json").string()), "new\n");
+  EXPECT_EQ(Outside(), "keep\n");
+}
+
+TEST_F(OutDirTest, AnErrorBeforeTheRenameLeavesTheFileAndNoTemporary) {
+  const fs::path run = root_ / "run";
+  OutDir out = std::move(OutDir::Create(run.string()).value());
+  std::ofstream(run / "result.json") << "old\n";
+  AtomicWriteOptions options;
+  bool temporary_was_complete = false;
+  options.before_rename = [&] {
+    temporary_was_complete = *ReadFileToString((run / "result.json.tmp").string()) == "new\n";
+    return Status::Error("IO_ERROR", "changed meanwhile");
+  };
+  EXPECT_EQ(out.WriteAtomically("result.json", {"new\n"}, options).ToString(), "IO_ERROR: changed meanwhile");
+  EXPECT_TRUE(temporary_was_complete);
+  EXPECT_EQ(*ReadFileToString((run / "result.json").string()), "old\n");
+  EXPECT_FALSE(fs::exists(run / "result.json.tmp"));
+}
+
 TEST_F(OutDirTest, SubdirectoriesAreNeverReachedThroughALink) {
   OutDir out = std::move(OutDir::Create((root_ / "run").string()).value());
   fs::create_directory_symlink(root_ / "outside", root_ / "run" / "superseded");

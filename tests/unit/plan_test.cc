@@ -93,6 +93,21 @@ TEST(PlanTest, RangesAndChoices) {
             "ENV_INVALID: HEARTBEAT_TIMEOUT_SECONDS='0' must be >= 1");
 }
 
+// LEARNING_RATE is read by the number grammar of every setting: what strtod
+// alone would also take (hex floats, a '+', "inf") is not a number.
+TEST(PlanTest, LearningRateIsADecimalNumber) {
+  EXPECT_EQ(ErrorWith("LEARNING_RATE", "0x1p-10"), "ENV_INVALID: LEARNING_RATE='0x1p-10' is not a number");
+  EXPECT_EQ(ErrorWith("LEARNING_RATE", "+0.001"), "ENV_INVALID: LEARNING_RATE='+0.001' is not a number");
+  EXPECT_EQ(ErrorWith("LEARNING_RATE", "infinity"), "ENV_INVALID: LEARNING_RATE='infinity' is not a number");
+  for (const char* good : {"0.001", "1e-3", "1E-3", ".001", "1.e-3"}) {
+    Environment env = ValidEnv();
+    env.Set("LEARNING_RATE", good);
+    Result<Plan> plan = ReadPlan(env);
+    ASSERT_TRUE(plan.ok()) << good << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->learning_rate, 0.001) << good;
+  }
+}
+
 TEST(PlanTest, CrossChecks) {
   EXPECT_EQ(ErrorWith("PROCESS_ID", "2"),
             "ENV_INVALID: PROCESS_ID must be less than NUM_PROCESSES");
@@ -397,6 +412,8 @@ TEST_F(ConfigFileTest, AnInvalidValueFromTheFileNamesTheFileAndKey) {
             "keeps its low 32 bits, so it would repeat the experiment of SEED=5");
   EXPECT_EQ(ErrorUnderFile(Write("learning_rate: -1\n"), {"LEARNING_RATE"}),
             "CONFIG_INVALID: " + path_ + ": learning_rate='-1' must be finite and > 0");
+  EXPECT_EQ(ErrorUnderFile(Write("learning_rate: 0x1p-10\n"), {"LEARNING_RATE"}),
+            "CONFIG_INVALID: " + path_ + ": learning_rate='0x1p-10' is not a number");
   EXPECT_EQ(ErrorUnderFile(Write("reduction: tree\n"), {}),
             "CONFIG_INVALID: " + path_ + ": reduction='tree' must be ordered or allreduce");
   EXPECT_EQ(ErrorUnderFile(Write("coordinator_port: 70000\n"), {"COORDINATOR_PORT"}),

@@ -242,12 +242,23 @@ TEST(ReportFileTest, APlantedTemporaryLinkIsRefusedNotFollowed) {
   EXPECT_EQ(dir.Read("target"), "keep");
 }
 
+// Worded as every file dmlp writes atomically words it (common/file_util.h).
 TEST(ReportFileTest, AMissingDirectoryIsAnIoError) {
   TempDir dir;
   Status status = WriteReportFile(dir.File("no/such/report.html"), "page");
-  EXPECT_EQ(status.ToString(),
-            "IO_ERROR: create " + dir.File("no/such/report.html") + ".tmp-" + std::to_string(::getpid()) +
-                ": No such file or directory");
+  EXPECT_EQ(status.ToString(), "IO_ERROR: open directory " + dir.File("no/such") + ": No such file or directory");
+}
+
+// Another dmlp-verify's temporary, or the user's FILE.tmp, is none of this one's business.
+TEST(ReportFileTest, OnlyItsOwnTemporaryIsUsed) {
+  TempDir dir;
+  dir.Write("report.html.tmp", "the user's");
+  dir.Write("report.html.tmp-1", "another dmlp-verify's");
+  ASSERT_TRUE(WriteReportFile(dir.File("report.html"), "page").ok());
+  EXPECT_EQ(dir.Read("report.html"), "page");
+  EXPECT_EQ(dir.Read("report.html.tmp"), "the user's");
+  EXPECT_EQ(dir.Read("report.html.tmp-1"), "another dmlp-verify's");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
 }
 
 }  // namespace

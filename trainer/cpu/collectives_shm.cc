@@ -18,6 +18,7 @@
 #include <ctime>
 #include <vector>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "trainer/cpu/collectives_gloo.h"
 #include "trainer/cpu/slice_checksum.h"
@@ -48,8 +49,6 @@ size_t HeaderBytes(int world_size, size_t checksums) {
 }
 
 size_t RoundUpToGrain(size_t bytes) { return (bytes + kCapacityGrain - 1) / kCapacityGrain * kCapacityGrain; }
-
-std::string ErrnoText(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 
 std::string NamespaceInode(const char* name) {
   struct stat info {};
@@ -129,25 +128,24 @@ Status SharedMemoryCollectives::Attach(int owner_pid, int owner_fd, const Shared
   fixed_bytes_ = header_bytes_ + PageRound(area_floats * sizeof(float));
   if (rank_ == 0) {
     fd_ = static_cast<int>(syscall(SYS_memfd_create, "dmlp-collectives", MFD_CLOEXEC));
-    if (fd_ < 0) return Status::Error("COLLECTIVE_ERROR", ErrnoText("memfd_create"));
+    if (fd_ < 0) return ErrnoError("COLLECTIVE_ERROR", "memfd_create");
     DMLP_RETURN_IF_ERROR(Resize(capacity));
   } else {
     const std::string path = "/proc/" + std::to_string(owner_pid) + "/fd/" + std::to_string(owner_fd);
     fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd_ < 0) return Status::Error("COLLECTIVE_ERROR", "open " + path + ": " + std::strerror(errno));
+    if (fd_ < 0) return ErrnoError("COLLECTIVE_ERROR", "open " + path);
   }
   // The header and the reduction area: mapped once, so Partials() and
   // Reduced() stay put when the outboxes grow.
   void* fixed = mmap(nullptr, fixed_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (fixed == MAP_FAILED) return Status::Error("COLLECTIVE_ERROR", ErrnoText("mmap"));
+  if (fixed == MAP_FAILED) return ErrnoError("COLLECTIVE_ERROR", "mmap");
   base_ = static_cast<uint8_t*>(fixed);
   DMLP_RETURN_IF_ERROR(MapOutboxes(capacity));
   // The pages now, so that a machine without the memory says so here, not
   // with SIGBUS in the middle of a step (a memfd's pages are allocated on use).
   const size_t total = fixed_bytes_ + OutboxesBytes(capacity);
   if (rank_ == 0 && fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0 && errno != EOPNOTSUPP)
-    return Status::Error("COLLECTIVE_ERROR", ErrnoText("fallocate") + " (" + std::to_string(total) +
-                                                 " bytes of shared memory)");
+    return ErrnoError("COLLECTIVE_ERROR", "fallocate of " + std::to_string(total) + " bytes of shared memory");
   auto* header = reinterpret_cast<Header*>(base_);
   if (rank_ == 0) {
     header->world_size = static_cast<uint32_t>(world_size_);
@@ -166,7 +164,7 @@ Status SharedMemoryCollectives::Resize(size_t capacity) {
                                                  " bytes exceed RLIMIT_FSIZE (ulimit -f) of " +
                                                  std::to_string(limit.rlim_cur) + " bytes");
   }
-  if (ftruncate(fd_, static_cast<off_t>(bytes)) != 0) return Status::Error("COLLECTIVE_ERROR", ErrnoText("ftruncate"));
+  if (ftruncate(fd_, static_cast<off_t>(bytes)) != 0) return ErrnoError("COLLECTIVE_ERROR", "ftruncate");
   return Status::Ok();
 }
 
@@ -175,7 +173,7 @@ Status SharedMemoryCollectives::MapOutboxes(size_t capacity) {
   uint8_t* mapped = nullptr;
   if (bytes > 0) {
     void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(fixed_bytes_));
-    if (at == MAP_FAILED) return Status::Error("COLLECTIVE_ERROR", ErrnoText("mmap"));
+    if (at == MAP_FAILED) return ErrnoError("COLLECTIVE_ERROR", "mmap");
     mapped = static_cast<uint8_t*>(at);
   }
   if (outboxes_ != nullptr) munmap(outboxes_, OutboxesBytes(capacity_));

@@ -22,6 +22,7 @@
 // exact file, found wherever the kit was unpacked, never through a search path.
 #include "trainer/cpu/gemm_cpu.h"
 
+#include "common/errno_error.h"
 #include "trainer/cpu/ordered_sgemm.h"
 
 #include <dlfcn.h>
@@ -104,7 +105,7 @@ Result<std::string> BlisFile() {
 #endif
   char resolved[PATH_MAX];
   if (realpath(wanted.c_str(), resolved) == nullptr) {
-    return InitFailed("BLIS not found at " + wanted + ": " + std::strerror(errno));
+    return ErrnoError("GEMM_INIT_FAILED", "BLIS not found at " + wanted);
   }
   return std::string(resolved);
 }

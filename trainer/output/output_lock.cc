@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/flock_holder.h"
 
@@ -50,8 +51,7 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
       return Status::Error(kNotRegularCode, out.PathOf(kLockFile) +
                                                 " is a symbolic link, not a regular file "
                                                 "(dmlp never writes through links)");
-    if (fd < 0) return Status::Error("IO_ERROR", "open " + out.PathOf(kLockFile) + ": " +
-                                                     std::strerror(errno));
+    if (fd < 0) return ErrnoError("IO_ERROR", "open " + out.PathOf(kLockFile));
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
       ::close(fd);
@@ -66,7 +66,7 @@ Result<OutputLock> OutputLock::Acquire(const OutDir& out) {
                              out.path() + " is in use by another job (" + out.PathOf(kLockFile) +
                                  " held by " + (holder.empty() ? "a process on another host"
                                                                 : "pid " + holder) + ")");
-      return Status::Error("IO_ERROR", "lock " + out.PathOf(kLockFile) + ": " + std::strerror(error));
+      return ErrnoError("IO_ERROR", "lock " + out.PathOf(kLockFile), error);
     }
     if (!StillNamed(out.fd(), fd)) {  // removed by the job that held it: take the new one
       ::close(fd);

@@ -7,12 +7,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/errno_error.h"
+
 namespace dmlp {
 namespace {
-
-Status IoError(const std::string& what) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(errno));
-}
 
 std::string UtcNow() {
   const std::time_t now = std::time(nullptr);
@@ -27,7 +25,7 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
   while (!data.empty()) {
     ssize_t written = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
     if (written < 0 && errno == EINTR) continue;
-    if (written < 0) return IoError("write " + path);
+    if (written < 0) return ErrnoError("IO_ERROR", "write " + path);
     data.remove_prefix(static_cast<size_t>(written));
     offset += written;
   }
@@ -65,7 +63,7 @@ nlohmann::json EnvLine(int64_t rank, const std::string& event, int64_t after_ste
 
 Status AppendEnvLine(int fd, const std::string& path, const std::string& line) {
   struct stat info {};
-  if (::fstat(fd, &info) != 0) return IoError("stat " + path);
+  if (::fstat(fd, &info) != 0) return ErrnoError("IO_ERROR", "stat " + path);
   const int64_t end = static_cast<int64_t>(info.st_size);
   std::string text = line + "\n";
   if (end > 0) {
@@ -73,7 +71,7 @@ Status AppendEnvLine(int fd, const std::string& path, const std::string& line) {
     ssize_t got;
     do got = ::pread(fd, &last, 1, static_cast<off_t>(end - 1));
     while (got < 0 && errno == EINTR);
-    if (got < 0) return IoError("read " + path);
+    if (got < 0) return ErrnoError("IO_ERROR", "read " + path);
     if (got == 1 && last != '\n') text.insert(text.begin(), '\n');  // close a torn line
   }
   return WriteAt(fd, end, text, path);

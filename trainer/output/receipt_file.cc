@@ -7,12 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
+
 namespace dmlp {
 namespace {
-
-Status IoError(const std::string& what) {
-  return Status::Error("IO_ERROR", what + ": " + std::strerror(errno));
-}
 
 /// pread of exactly `count` bytes at `offset` (the caller knows they exist).
 Status ReadAt(int fd, int64_t offset, size_t count, std::string& bytes, const std::string& path) {
@@ -21,7 +19,7 @@ Status ReadAt(int fd, int64_t offset, size_t count, std::string& bytes, const st
   while (done < count) {
     ssize_t got = ::pread(fd, bytes.data() + done, count - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return IoError("read " + path);
+    if (got < 0) return ErrnoError("IO_ERROR", "read " + path);
     if (got == 0) break;  // shrank since fstat: compare what is there
     done += static_cast<size_t>(got);
   }
@@ -33,7 +31,7 @@ Status WriteAt(int fd, int64_t offset, std::string_view data, const std::string&
   while (!data.empty()) {
     ssize_t written = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
     if (written < 0 && errno == EINTR) continue;
-    if (written < 0) return IoError("write " + path);
+    if (written < 0) return ErrnoError("IO_ERROR", "write " + path);
     data.remove_prefix(static_cast<size_t>(written));
     offset += written;
   }
@@ -61,7 +59,7 @@ Status ReceiptFile::Lost(int64_t step, int64_t size) const {
 Result<LineOutcome> ReceiptFile::Put(int64_t step, std::string_view line) {
   const int64_t at = offset();
   struct stat info {};
-  if (::fstat(fd_, &info) != 0) return IoError("stat " + path_);
+  if (::fstat(fd_, &info) != 0) return ErrnoError("IO_ERROR", "stat " + path_);
   const int64_t size = static_cast<int64_t>(info.st_size);
   if (size < at) return Lost(step, size);
   LineOutcome outcome = LineOutcome::kWritten;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/build_info.h"
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/out_dir.h"
 #include "common/py_json.h"
@@ -250,7 +251,7 @@ Status RunOutput::Complete(const StateLayout& layout, const uint8_t* final_image
   if (plan_.process_id != 0) return Status::Ok();
   for (int fd : {rank_fd_, metrics_fd_}) {
     if (fd >= 0 && ::fsync(fd) != 0)
-      return Status::Error("IO_ERROR", std::string("fsync receipts: ") + std::strerror(errno));
+      return ErrnoError("IO_ERROR", "fsync receipts");
   }
   StateDigests digests = DigestStateImage(layout, final_image);
   if (digests.state != last_hash_)

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
 #include "common/file_util.h"
 #include "common/rank_place.h"
 #include "common/thread_start.h"
@@ -50,11 +51,11 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(const std::str
   freeaddrinfo(found);
   if (listen_fd < 0) {
     if (in_use) return Status::Error("COORDINATOR_PORT_IN_USE", where);
-    return Status::Error("COORDINATOR_BIND_FAILED", where + ": " + std::strerror(bind_errno));
+    return ErrnoError("COORDINATOR_BIND_FAILED", where, bind_errno);
   }
   std::unique_ptr<RendezvousServer> server(new RendezvousServer(listen_fd, std::move(config)));
   if (pipe2(server->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return Status::Error("COORDINATOR_BIND_FAILED", where + ": pipe: " + std::strerror(errno));
+    return ErrnoError("COORDINATOR_BIND_FAILED", where + ": pipe");
   }
   DMLP_ASSIGN_OR_RETURN(server->thread_,
                         StartThread("coordinator " + where, [raw = server.get()] { raw->Serve(); }));

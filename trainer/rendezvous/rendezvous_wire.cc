@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/errno_error.h"
+
 namespace dmlp {
 namespace {
 
@@ -262,7 +264,7 @@ Status SendAll(int fd, std::string_view bytes, PeerWait& wait) {
     if (written < 0 && errno == EINTR) continue;
     if (written < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       if (errno == EPIPE || errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
-      return Status::Error("SOCKET_ERROR", std::string("send: ") + std::strerror(errno));
+      return ErrnoError("SOCKET_ERROR", "send");
     }
     if (wait.Expired()) return Status::Error(std::string(kWaitTimedOut));
     pollfd entry{fd, POLLOUT, 0};
@@ -298,7 +300,7 @@ Result<Message> ReceiveMessage(int fd, PeerWait& wait, const FrameLimits& limits
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return Status::Error(std::string(kConnectionClosed));
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      return Status::Error("SOCKET_ERROR", std::string("recv: ") + std::strerror(errno));
+      return ErrnoError("SOCKET_ERROR", "recv");
     }
     if (wait.Expired()) return Status::Error(std::string(kWaitTimedOut));
     pollfd entry{fd, POLLIN, 0};

@@ -1,6 +1,7 @@
 """tools/rehearse.sh --cuda-host CXX UNPACKED, part 2's compile step, when it
 is called wrongly or fails: a usage error (exit 2) for missing or wrong
-arguments, and no temporary folder left behind however it ends.
+arguments, and no temporary folder left behind however it ends. And
+tools/rehearse.sh's own usage errors: an unknown part, and a user not root.
 
 Its real run needs the CUDA 12 wheels (tools/rehearse.sh cuda12, manual);
 here UNPACKED is a stand-in without their libraries, so it fails early.
@@ -10,10 +11,13 @@ Environment: DMLP_SOURCE_DIR, the repository (default: three levels up).
 
 import os
 import shutil
-import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_support import run  # noqa: E402
 
 SOURCE = Path(os.environ.get("DMLP_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 REHEARSE = SOURCE / "tools" / "rehearse.sh"
@@ -29,9 +33,7 @@ class CudaHost(unittest.TestCase):
         self.tmp.mkdir()
 
     def rehearse(self, *args):
-        return subprocess.run([str(REHEARSE), "--cuda-host", *map(str, args)],
-                              env=dict(os.environ, TMPDIR=str(self.tmp)), capture_output=True,
-                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        return run([REHEARSE, "--cuda-host", *args], env=dict(os.environ, TMPDIR=str(self.tmp)))
 
     def assertNothingLeft(self):
         self.assertEqual(sorted(p.name for p in self.tmp.iterdir()), [], "left in TMPDIR")
@@ -53,6 +55,31 @@ class CudaHost(unittest.TestCase):
         result = self.rehearse("g++", unpacked)
         self.assertNotEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertNothingLeft()
+
+
+class Usage(unittest.TestCase):
+    def rehearse(self, *args, as_nobody=False):
+        # As root, setpriv drops to nobody for the check of root; a rehearsal
+        # that got past it would stop at the lock in the empty cache below.
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if as_nobody else []
+        cache = tempfile.mkdtemp(prefix="dmlp-rehearse-usage-")
+        self.addCleanup(shutil.rmtree, cache, ignore_errors=True)
+        return run([*prefix, REHEARSE, *args], env=dict(os.environ, DMLP_REHEARSAL_DIR=cache), timeout=60)
+
+    def test_an_unknown_part_is_a_usage_error(self):
+        for args in [("bogus",), ("--fresh", "kit", "images"), ("-h",)]:
+            with self.subTest(args=args):
+                result = self.rehearse(*args)
+                self.assertEqual((result.returncode, result.stderr, result.stdout),
+                                 (2, "usage: tools/rehearse.sh [--fresh] [trixie] [cuda12] [kit] [image]\n", ""))
+
+    def test_it_needs_root(self):
+        as_nobody = os.geteuid() == 0
+        if as_nobody and shutil.which("setpriv") is None:
+            self.skipTest("running as root without setpriv to drop it")
+        result = self.rehearse("kit", as_nobody=as_nobody)
+        self.assertEqual((result.returncode, result.stderr, result.stdout),
+                         (2, "rehearse: needs root (debootstrap, chroot, mounts)\n", ""))
 
 
 if __name__ == "__main__":

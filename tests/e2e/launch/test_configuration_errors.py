@@ -25,6 +25,7 @@ class ConfigurationErrors(LaunchTestCase):
         cases = [
             (["--bogus", "true"], "USAGE: unknown option --bogus (put -- before a COMMAND that starts with '-')"),
             (["--grace", "x", "true"], "OPTION_INVALID: --grace='x' is not a number of seconds"),
+            (["--grace", "0x1p3", "true"], "OPTION_INVALID: --grace='0x1p3' is not a number of seconds"),
             (["--nnodes", "3", "true"], "CONFIG_INVALID: --nnodes 3 does not divide NUM_PROCESSES 4"),
             (["--nnodes", "2", "--node-rank", "2", "true"], "CONFIG_INVALID: --node-rank 2 must be below --nnodes 2"),
         ]

@@ -313,6 +313,10 @@ class Failures(JobTestCase):
         self.assertEqual(result.stderr,
                          "dmlp-train: error: ENV_INVALID: BATCH must be divisible by NUM_PROCESSES\n")
         self.assertFalse((self.scratch / "run").exists())
+        # Numbers follow one grammar: strtod would take a hex float.
+        result = run([TRAIN], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, LEARNING_RATE="0x1p-10"))
+        self.assertEqual((result.returncode, result.stderr),
+                         (2, "dmlp-train: error: ENV_INVALID: LEARNING_RATE='0x1p-10' is not a number\n"))
 
     def test_collectives_are_refused_on_the_cpu_platform(self):
         result = run([TRAIN], tiny_job_env(self.scratch / "run", 1, PROCESS_ID=0, COLLECTIVES="gloo"))
