@@ -12,7 +12,7 @@ set -euo pipefail
 
 # Building: compilers and CMake, the libraries (common/, launch/, verify/,
 # trainer/: CLI11, yaml-cpp, nlohmann-json, OpenSSL's SHA-256, Gloo, BLIS's
-# OpenMP build, see trainer/gemm.cmake), GoogleTest; python3 because the
+# OpenMP build, see trainer/cpu/CMakeLists.txt), GoogleTest; python3 because the
 # e2e tests are Python (CMake looks for it when it registers them); procps
 # because a launch e2e case reads process groups with ps.
 # NCCL and cuBLAS are not here: the CUDA image (nvidia/cuda:*-devel) ships

@@ -31,8 +31,8 @@
 #include "common/state_layout.h"
 #include "common/status.h"
 #include "trainer/checks/audited_partials.h"
+#include "trainer/device_layout.h"
 #include "trainer/test_fault_target.h"
-#include "trainer/cuda/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {

@@ -13,7 +13,7 @@
 #include "common/env.h"
 #include "common/format/error_codes.h"
 #include "common/std_streams.h"
-#include "trainer/cuda/nccl_defaults.h"
+#include "trainer/nccl_defaults.h"
 #include "trainer/output/termination_cleanup.h"
 #include "trainer/plan.h"
 #include "trainer/trainer.h"

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "trainer/cuda/device_layout.h"
+#include "trainer/device_layout.h"
 #include "trainer/plan.h"
 
 namespace dmlp {

@@ -16,8 +16,8 @@
 #include "common/rank_place.h"
 #include "common/state_layout.h"
 #include "common/status.h"
-#include "trainer/cpu/cpu_transport.h"
-#include "trainer/cpu/gemm_cpu.h"
+#include "trainer/cpu_gemm_choice.h"
+#include "trainer/cpu_transport.h"
 
 namespace dmlp {
 
@@ -75,7 +75,7 @@ struct Plan {
   // agree (in PlanFingerprint when not the default), but it never changes a
   // byte of any file, so it is not in result.json.
   int64_t audit_every = kDefaultAuditEvery;
-  // DMLP_CPU_GEMM (trainer/cpu/gemm_cpu.h), PLATFORM=cpu: which GEMM; its order is
+  // DMLP_CPU_GEMM (trainer/cpu_gemm_choice.h), PLATFORM=cpu: which GEMM; its order is
   // in PlanFingerprint (ranks must add alike), the kernel is not.
   CpuGemm cpu_gemm = CpuGemm::kAuto;
   // DMLP_CPU_TRANSPORT (trainer/cpu/collectives_shm.h), PLATFORM=cpu: how the

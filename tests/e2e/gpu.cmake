@@ -3,7 +3,7 @@
 # dmlp_draws, dmlp's samples and initial parameters for the fidelity row (its
 # cuda platform only in a CUDA build), and the CPU-side tests of the kit's rows.
 add_executable(dmlp_draws ${PROJECT_SOURCE_DIR}/tests/gpu/dmlp_draws/main.cc)
-target_link_libraries(dmlp_draws PRIVATE dmlp_backend_cuda dmlp_trainer_math dmlp_common
+target_link_libraries(dmlp_draws PRIVATE dmlp_trainer_cuda dmlp_trainer_math dmlp_common
                       CLI11::CLI11)
 if(DMLP_HAVE_CUDA)
   target_compile_definitions(dmlp_draws PRIVATE DMLP_DRAWS_CUDA=1)

@@ -1,4 +1,4 @@
-# The CUDA platform (dmlp_backend_cuda). Every GPU test skips itself
+# The CUDA platform (dmlp_trainer_cuda). Every GPU test skips itself
 # (GTEST_SKIP) without a GPU; tests/gpu/run_gpu_checks.sh runs them on one.
 # The no-GPU tests (CudaDevice.NoGpu*, CudaCheck.*) run everywhere.
 # Host-side C++ (.cc): the kernels are reached through their launchers.
@@ -14,12 +14,12 @@ if(DMLP_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_version_test.cc
   )
   # dmlp_trainer_core: the CPU backend and FoldShardsInOrder, the references.
-  target_link_libraries(cuda_test PRIVATE dmlp_backend_cuda dmlp_trainer_core dmlp_mlp_cpu
+  target_link_libraries(cuda_test PRIVATE dmlp_trainer_cuda dmlp_trainer_core dmlp_trainer_cpu
                         dmlp_cuda_freeze GTest::gtest_main)
   gtest_discover_tests(cuda_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 else()
   # Without CUDA the backend library is the stub: its error text is what users see.
   add_executable(cuda_stub_test ${CMAKE_CURRENT_LIST_DIR}/cuda_stub_test.cc)
-  target_link_libraries(cuda_stub_test PRIVATE dmlp_backend_cuda dmlp_rendezvous GTest::gtest_main)
+  target_link_libraries(cuda_stub_test PRIVATE dmlp_trainer_cuda dmlp_trainer_rendezvous GTest::gtest_main)
   gtest_discover_tests(cuda_stub_test DISCOVERY_TIMEOUT 60)
 endif()

@@ -1,10 +1,10 @@
-// Which GPU a rank uses (trainer/cuda/device_layout.h), with the visible device
+// Which GPU a rank uses (trainer/device_layout.h), with the visible device
 // count passed in, so this runs without a GPU. The memory check before the
 // backend exists and the backend itself both select through DeviceSlotFor
 // (CudaDeviceMemory, cuda::SelectDevice): ranks sharing one GPU under
 // COLLECTIVES=gloo used to pass the backend's selection but fail the memory
 // check's, which ignored the sharing.
-#include "trainer/cuda/device_layout.h"
+#include "trainer/device_layout.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-# The CPU GEMM (dmlp_gemm_cpu, trainer/gemm.cmake): accuracy against float64,
+# The CPU GEMM (dmlp_trainer_cpu, trainer/cpu/gemm_cpu.h): accuracy against float64,
 # repeatability, bit-identity across thread counts, and the kernel-pinning check
 # (which dlopens the same BLIS file itself).
 add_executable(gemm_cpu_test ${CMAKE_CURRENT_LIST_DIR}/gemm_cpu_test.cc)
 file(REAL_PATH "${DMLP_BLIS_LIBRARY}" _dmlp_gemm_test_blis_so)
 target_compile_definitions(gemm_cpu_test PRIVATE DMLP_BLIS_SO="${_dmlp_gemm_test_blis_so}")
-target_link_libraries(gemm_cpu_test PRIVATE dmlp_gemm_cpu GTest::gtest_main ${CMAKE_DL_LIBS})
+target_link_libraries(gemm_cpu_test PRIVATE dmlp_trainer_cpu GTest::gtest_main ${CMAKE_DL_LIBS})
 # LeakSanitizer's exit-time scan crashes ("Tracer caught signal 11") in a
 # process whose dlopened libgomp threads are still parked; ASan and UBSan stay on.
 if(DMLP_SANITIZE)
@@ -16,7 +16,7 @@ endif()
 
 # dmlp's SGEMM: every kernel this CPU runs against the order rule, bit for bit.
 add_executable(ordered_sgemm_test ${CMAKE_CURRENT_LIST_DIR}/ordered_sgemm_test.cc)
-target_link_libraries(ordered_sgemm_test PRIVATE dmlp_gemm_cpu GTest::gtest_main)
+target_link_libraries(ordered_sgemm_test PRIVATE dmlp_trainer_cpu GTest::gtest_main)
 if(DMLP_SANITIZE)
   gtest_discover_tests(ordered_sgemm_test DISCOVERY_TIMEOUT 60
                        PROPERTIES ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")

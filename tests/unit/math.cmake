@@ -1,5 +1,5 @@
-# Data, init and Adam (dmlp_trainer_math; Adam's CPU loop from dmlp_mlp_cpu) and
-# the CPU MLP (dmlp_mlp_cpu).
+# Data, init and Adam (dmlp_trainer_math; Adam's CPU loop from dmlp_trainer_cpu) and
+# the CPU MLP (dmlp_trainer_cpu).
 add_executable(math_test
   ${CMAKE_CURRENT_LIST_DIR}/adam_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/data_test.cc
@@ -7,7 +7,7 @@ add_executable(math_test
   ${CMAKE_CURRENT_LIST_DIR}/sample_math_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/threefry_test.cc
 )
-target_link_libraries(math_test PRIVATE dmlp_trainer_math dmlp_mlp_cpu GTest::gtest_main)
+target_link_libraries(math_test PRIVATE dmlp_trainer_math dmlp_trainer_cpu GTest::gtest_main)
 target_compile_definitions(math_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
 gtest_discover_tests(math_test DISCOVERY_TIMEOUT 60)
 
@@ -18,7 +18,7 @@ target_link_libraries(jax_tables_dump PRIVATE dmlp_trainer_math)
 
 add_executable(mlp_cpu_test ${CMAKE_CURRENT_LIST_DIR}/mlp_cpu_test.cc
                             ${CMAKE_CURRENT_LIST_DIR}/cpu_parallel_test.cc)
-target_link_libraries(mlp_cpu_test PRIVATE dmlp_mlp_cpu GTest::gtest_main)
+target_link_libraries(mlp_cpu_test PRIVATE dmlp_trainer_cpu GTest::gtest_main)
 find_package(OpenMP COMPONENTS CXX)
 if(OpenMP_CXX_FOUND)  # the test checks the threaded path too, under #ifdef _OPENMP
   target_link_libraries(mlp_cpu_test PRIVATE OpenMP::OpenMP_CXX)

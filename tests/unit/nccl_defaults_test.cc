@@ -1,7 +1,7 @@
-// NCCL's transport defaults (trainer/cuda/nccl_defaults.h): set by main() before
+// NCCL's transport defaults (trainer/nccl_defaults.h): set by main() before
 // any thread, only for jobs that form an NCCL communicator, never over a
 // value the user set.
-#include "trainer/cuda/nccl_defaults.h"
+#include "trainer/nccl_defaults.h"
 
 #include <gtest/gtest.h>
 

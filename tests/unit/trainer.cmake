@@ -21,6 +21,6 @@ add_executable(trainer_test
   ${CMAKE_CURRENT_LIST_DIR}/shard_audit_backend_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/rank_devices_test.cc
 )
-target_link_libraries(trainer_test PRIVATE dmlp_trainer_core GTest::gtest_main)
+target_link_libraries(trainer_test PRIVATE dmlp_trainer_core dmlp_trainer_cpu GTest::gtest_main)
 target_compile_definitions(trainer_test PRIVATE DMLP_TEST_DATA_DIR="${DMLP_TEST_DATA_DIR}")
 gtest_discover_tests(trainer_test DISCOVERY_TIMEOUT 60)

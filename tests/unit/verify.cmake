@@ -1,6 +1,6 @@
 # dmlp-verify's unit tests (GoogleTest): the receipt reader (common/) and the
 # verifier library. Fixture cases are in tests/fixtures/fixtures.cmake, fuzz
-# targets in tests/fuzz/fuzz.cmake (DMLP_FUZZ=ON with clang).
+# targets in tests/fuzz/fuzz.cmake (DMLP_FUZZ=ON with clang, tests/CMakeLists.txt).
 add_executable(verify_test
   ${CMAKE_CURRENT_LIST_DIR}/receipt_reader_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_cli_test.cc
@@ -20,4 +20,3 @@ target_compile_definitions(verify_test PRIVATE
   DMLP_VERIFY_BINARY="$<TARGET_FILE:dmlp-verify>")
 add_dependencies(verify_test dmlp-verify)
 gtest_discover_tests(verify_test DISCOVERY_TIMEOUT 60)
-include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/fuzz.cmake OPTIONAL)

@@ -111,7 +111,7 @@ def cuda_host_in(cxx, unpacked, scratch):
             raise StepFailed("no lib%s.so.* in the wheels under %s/nvidia" % (library, unpacked))
         os.symlink(found[0], os.path.join(scratch, "lib", "lib%s.so" % library))
     # The project's own flags, -Werror among them, as CMake gives them; the
-    # define that trainer/cuda.cmake adds for this library only; -fPIC.
+    # define that trainer/cuda/CMakeLists.txt adds for this library only; -fPIC.
     flags = project_cxx_flags(cxx, os.path.join(scratch, "configure")) + [
         "-fPIC", '-DDMLP_SOURCE_DIR="%s/"' % REPO]
     sources = cuda_host_sources()

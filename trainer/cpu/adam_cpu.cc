@@ -1,10 +1,10 @@
 #include "trainer/cpu/adam_cpu.h"
 
-#include "trainer/cpu/cpu_clones.h"
+#include "trainer/math/cpu_clones.h"
 
 namespace dmlp {
 
-// One loop, compiled per ISA (trainer/cpu/cpu_clones.h): every operation in
+// One loop, compiled per ISA (trainer/math/cpu_clones.h): every operation in
 // AdamElement is a single IEEE-rounded add, multiply, divide, square root or
 // FFma, so the vector width cannot change a bit, only the speed. FMA clones:
 // with plain "avx2" GCC has no FMA instruction, and that clone called libm's

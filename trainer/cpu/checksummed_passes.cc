@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "trainer/cpu/adam_cpu.h"
-#include "trainer/cpu/cpu_clones.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/slice_checksum.h"
+#include "trainer/math/cpu_clones.h"
 
 namespace dmlp {
 

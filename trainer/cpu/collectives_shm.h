@@ -53,7 +53,7 @@
 
 #include "common/status.h"
 #include "trainer/collectives.h"
-#include "trainer/cpu/cpu_transport.h"
+#include "trainer/cpu_transport.h"
 
 namespace dmlp {
 

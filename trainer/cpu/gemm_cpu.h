@@ -1,5 +1,5 @@
-// defines: CpuGemm, kCpuGemmChoices, ParseCpuGemm, CpuGemmOrder, CpuGemmInfo, InitCpuGemm,
-//          CpuGemmDescription, Sgemm, BlisPathBesideExecutable
+// defines: CpuGemmInfo, InitCpuGemm, CpuGemmDescription, Sgemm, BlisPathBesideExecutable
+// (the choice itself, CpuGemm with ParseCpuGemm and CpuGemmOrder: trainer/cpu_gemm_choice.h)
 //
 // The CPU platform's only GEMM entry point, chosen by DMLP_CPU_GEMM:
 //   auto (default)        dmlp's own SGEMM (trainer/cpu/ordered_sgemm.h) with the
@@ -22,21 +22,9 @@
 
 #include "common/status.h"
 #include "trainer/cpu/gemm_epilogue.h"
+#include "trainer/cpu_gemm_choice.h"
 
 namespace dmlp {
-
-enum class CpuGemm { kAuto, kAvx512, kAvx2, kScalar, kBlis };
-
-/// DMLP_CPU_GEMM's words, in the order of CpuGemm.
-inline constexpr const char* kCpuGemmChoices[] = {"auto", "avx512", "avx2", "scalar", "blis"};
-
-/// DMLP_CPU_GEMM's value: ENV_INVALID for an unknown word or a kernel this CPU cannot run.
-Result<CpuGemm> ParseCpuGemm(const std::string& text);
-
-/// The accumulation order a choice gives on this CPU, as the fingerprint records it:
-/// "fma-chain-k-ascending" for dmlp's kernels, BLIS's sub-configuration ("skx",
-/// "haswell", "generic") for blis.
-std::string CpuGemmOrder(CpuGemm choice);
 
 struct CpuGemmInfo {
   std::string library;  // "dmlp ordered sgemm" or "blis 0.9.0 openmp"

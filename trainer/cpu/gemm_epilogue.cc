@@ -1,11 +1,11 @@
 // The epilogue's loops (gemm_epilogue.h), plain array loops that -O3 vectorizes
-// across columns, each compiled per ISA (trainer/cpu/cpu_clones.h): one add, a
+// across columns, each compiled per ISA (trainer/math/cpu_clones.h): one add, a
 // compare and a select per element, so the vector width changes no bit. (The
 // AVX-512 micro-kernel applies the same steps to its full tiles in registers,
 // trainer/cpu/ordered_sgemm_kernels.h; C never aliases the bias or the mask.)
 #include "trainer/cpu/gemm_epilogue.h"
 
-#include "trainer/cpu/cpu_clones.h"
+#include "trainer/math/cpu_clones.h"
 
 namespace dmlp {
 namespace {

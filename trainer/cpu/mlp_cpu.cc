@@ -6,17 +6,17 @@
 #include <utility>
 
 #include "common/format/error_codes.h"
-#include "trainer/cpu/cpu_clones.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
+#include "trainer/math/cpu_clones.h"
 
 namespace dmlp {
 namespace {
 
 // The bias, ReLU and ReLU-derivative steps run inside the GEMMs, on each tile
 // of C as it finishes (trainer/cpu/gemm_epilogue.h). The column sums below are
-// a plain array loop that -O3 vectorizes (trainer/math.cmake), compiled per ISA
-// (trainer/cpu/cpu_clones.h): one IEEE-rounded add each, so the vector width
+// a plain array loop that -O3 vectorizes (trainer/cpu/CMakeLists.txt), compiled per ISA
+// (trainer/math/cpu_clones.h): one IEEE-rounded add each, so the vector width
 // changes only the speed, never a bit. Sums stay in sample order: the vector
 // lanes run across columns, never along a sum. They run on the rank's threads
 // (ParallelRanges) in pieces of whole columns: each sum whole on one thread.

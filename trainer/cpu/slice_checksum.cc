@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "trainer/cpu/cpu_clones.h"
+#include "trainer/math/cpu_clones.h"
 
 namespace dmlp {
 namespace {

@@ -30,7 +30,6 @@
 #include "trainer/cuda/gloo_staged.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/cuda/nccl_collectives.h"
-#include "trainer/cuda/nccl_defaults.h"
 #include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/phase_profile.h"
 #include "trainer/cuda/stream_wait.h"
@@ -38,6 +37,7 @@
 #include "trainer/math/data.h"
 #include "trainer/math/device_macros.h"
 #include "trainer/math/ordered_reduce.h"
+#include "trainer/nccl_defaults.h"
 #include "trainer/reduction/ordered_reduction.h"
 #include "trainer/rendezvous/rendezvous.h"
 

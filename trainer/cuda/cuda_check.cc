@@ -22,7 +22,7 @@ std::string HostName() {
 // __FILE__ is the path the compiler was given: the absolute path CMake passes,
 // or one relative to the build folder where a compiler launcher rewrote it
 // (ccache's base_dir: "../../tests/unit/cuda_device_test.cc"). Users want the
-// path in the tree either way. DMLP_SOURCE_DIR ends with '/' (trainer/cuda.cmake).
+// path in the tree either way. DMLP_SOURCE_DIR ends with '/' (trainer/cuda/CMakeLists.txt).
 const char* RelativeToSource(const char* file) {
 #ifdef DMLP_SOURCE_DIR
   const std::string_view root(DMLP_SOURCE_DIR);

@@ -4,7 +4,7 @@
 
 #include "common/format/error_codes.h"
 #include "trainer/cuda/cuda_check.h"
-#include "trainer/cuda/device_layout.h"
+#include "trainer/device_layout.h"
 
 namespace dmlp::cuda {
 

@@ -1,6 +1,6 @@
 // defines: DeviceFacts, VisibleDeviceCount, SelectDevice, DescribeDevice, UuidText, VersionText
 //
-// Which device a rank uses is decided by DeviceSlotFor (trainer/cuda/device_layout.h)
+// Which device a rank uses is decided by DeviceSlotFor (trainer/device_layout.h)
 // from the plan; this file asks the driver. A machine without a driver or GPU
 // is a clear CUDA_UNAVAILABLE error, never a crash.
 #pragma once

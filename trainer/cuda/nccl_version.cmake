@@ -1,13 +1,13 @@
 # NCCL header and library must be one NCCL (trainer/cuda/nccl_version.h says
-# why). Included from trainer/cuda.cmake once DMLP_NCCL_INCLUDE_DIR and
-# DMLP_NCCL_LIBRARY are found and dmlp_backend_cuda exists.
+# why). Included from trainer/cuda/CMakeLists.txt once DMLP_NCCL_INCLUDE_DIR and
+# DMLP_NCCL_LIBRARY are found and dmlp_trainer_cuda exists.
 #
 # Configure: a probe compiled with the header found and linked with the
 # library found prints both version codes; different codes stop the configure
 # step, naming both files. Where the probe cannot run (cross-compiling), the
 # same check runs at start-up: NcclComm::LibraryVersion fails with
 # NCCL_VERSION_MISMATCH before any communicator exists.
-target_sources(dmlp_backend_cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nccl_version.cc)
+target_sources(dmlp_trainer_cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nccl_version.cc)
 
 function(_dmlp_nccl_version_text code out)
   if(code GREATER_EQUAL 10000)  # NCCL_VERSION's encoding since 2.9

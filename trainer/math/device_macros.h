@@ -33,7 +33,7 @@
 #define DMLP_HOST_DEVICE __host__ __device__
 #define DMLP_INLINE __forceinline__
 #elif defined(__GNUC__)
-// Forced on the host too: a vectorized loop compiled per ISA (trainer/cpu/cpu_clones.h)
+// Forced on the host too: a vectorized loop compiled per ISA (trainer/math/cpu_clones.h)
 // only gets FMA and vector code if the math is inlined into each clone.
 #define DMLP_HOST_DEVICE
 #define DMLP_INLINE inline __attribute__((always_inline))

@@ -1,6 +1,6 @@
 #include "trainer/math/sample_loops.h"
 
-#include "trainer/cpu/cpu_clones.h"
+#include "trainer/math/cpu_clones.h"
 #include "trainer/math/sample_math.h"
 
 namespace dmlp {

@@ -102,7 +102,7 @@ def compile_and_run(program, scratch, workdir=None, extra_args=()):
 # kernels_check.cu with the kernel sources and the CPU references it compares
 # against, all compiled by `tools/gpu-sim.sh nvcc` (C++17, g++-11 for the host
 # code: the main build's C++20 libraries cannot be linked) with the main
-# build's bit-relevant flags (trainer/cuda.cmake, CMakeLists.txt): no
+# build's bit-relevant flags (trainer/cuda/CMakeLists.txt, CMakeLists.txt): no
 # contraction on the device or the host.
 KERNEL_SOURCES = [f"trainer/cuda/{name}.cu" for name in
                   ("bias_relu", "softmax_xent", "bias_grad", "fold", "adam_update", "data_gen",

@@ -1,4 +1,4 @@
-#include "trainer/cuda/nccl_defaults.h"
+#include "trainer/nccl_defaults.h"
 
 #include <cstdlib>
 #include <utility>

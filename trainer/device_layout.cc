@@ -1,4 +1,4 @@
-#include "trainer/cuda/device_layout.h"
+#include "trainer/device_layout.h"
 
 #include <cstdlib>
 #include <string>
