@@ -1,8 +1,8 @@
 // defines: PlaceSource, PlaceSourceName, RankPlace, DetectPlaceSource, ReadRankPlace
 //
 // Where a rank learns its place (rank, world size, local rank) and its
-// coordinator, from whichever launcher started the process (DESIGN.md
-// "Configuration"):
+// coordinator, from whichever launcher started the process (docs/several-hosts.md,
+// docs/configuration.md):
 //   dmlp      PROCESS_ID, NUM_PROCESSES, LOCAL_RANK       (dmlp-launch, or by hand)
 //   slurm     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID   (srun, sbatch steps)
 //   openmpi   OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK    (mpirun)

@@ -6,7 +6,7 @@
 // receipts, result and state files) lives in the shared trainer; a Backend
 // owns the device state and performs optimizer updates on it.
 //
-// Contract of one update (both platforms; DESIGN.md "The computation"):
+// Contract of one update (both platforms; docs/architecture.md, "The invariants"):
 //   1. for each local shard g in [plan.first_shard(), + shards_per_rank), in
 //      order: generate samples [g*shard_size, (g+1)*shard_size) of (step,
 //      microbatch) (trainer/math/data.h), forward/backward with fixed shapes, giving

@@ -1,8 +1,7 @@
 // defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, ReadPlan, LoadConfigFile,
 //          PlanFingerprint, BitsFingerprint, PlanDocument
 //
-// One rank's configuration, read strictly from the environment (DESIGN.md
-// "Configuration"), optionally under a YAML file whose lower-case keys supply
+// One rank's configuration, read strictly from the environment (docs/configuration.md), optionally under a YAML file whose lower-case keys supply
 // defaults that the environment overrides. Every rank must derive the same
 // plan except for its own identity; PlanFingerprint() is what rendezvous compares.
 #pragma once

@@ -37,7 +37,7 @@ extern char** environ;
 namespace dmlp {
 namespace {
 
-/// The facts that decide the bits (DESIGN.md "fingerprint"), beyond the backend's own.
+/// The facts that decide the bits (docs/files-and-formats.md, result.json's "fingerprint"), beyond the backend's own.
 nlohmann::json RunFingerprint(const Plan& plan, const Backend& backend) {
   nlohmann::json fingerprint = backend.Fingerprint();
   fingerprint["matmul_precision"] = MatmulPrecisionName(plan.matmul_precision);

@@ -2,7 +2,7 @@
 //
 // --against GOLDEN RUN first asks whether the two runs must give identical
 // receipts. dmlp promises bits for the same plan on the same stack with the
-// same build (DESIGN.md), so two runs must match when their result.json agree
+// same build (docs/determinism.md), so two runs must match when their result.json agree
 // on
 //   - the plan and model, except what never changes a bit: the settings
 //     common/bit_settings.h marks so (STEPS, a shorter run being a prefix,

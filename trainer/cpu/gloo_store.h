@@ -6,7 +6,7 @@
 //
 // Gloo calls set/get/wait and expects exceptions on failure. The waits are
 // bounded by the Rendezvous's freeze-tolerant heartbeat timeout, not by the
-// wall-clock timeout Gloo passes in (DESIGN: waits on peers are bounded by
+// wall-clock timeout Gloo passes in (docs/reliability.md: waits on peers are bounded by
 // HEARTBEAT_TIMEOUT_SECONDS of running time). The Status behind an exception
 // is kept (error()), so callers report PEER_LOST / RENDEZVOUS_TIMEOUT rather
 // than a generic Gloo failure.

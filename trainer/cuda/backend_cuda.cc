@@ -1,4 +1,4 @@
-// The CUDA platform (DESIGN.md): one GPU per rank, data generated on
+// The CUDA platform (docs/architecture.md): one GPU per rank, data generated on
 // the GPU, cuBLAS GEMMs and this platform's kernels per shard (cuda/mlp_cuda.h),
 // the ordered reduction (trainer/reduction/) with NCCL (or, with
 // COLLECTIVES=gloo, Gloo staged through host memory: cuda/gloo_staged.h)

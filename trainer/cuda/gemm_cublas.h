@@ -6,7 +6,7 @@
 // workspace, atomics not allowed and an explicit compute type: cuBLAS then
 // gives the same bits for the same call on GPUs of the same model and SM
 // count with the same library version (cuBLAS documentation, "Results
-// reproducibility"), which is the bit promise of DESIGN.md.
+// reproducibility"), which is the bit promise of docs/determinism.md.
 #pragma once
 
 #include <cublas_v2.h>  // not cublas_api.h: see cuda_check.h

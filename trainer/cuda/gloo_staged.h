@@ -7,7 +7,7 @@
 // (NCCL refuses two ranks on one device). With REDUCTION=ordered the bytes
 // that arrive are the bytes NCCL would deliver and the same fold kernel adds
 // them, so the receipts equal the NCCL path's; REDUCTION=allreduce sums with
-// Gloo's order instead of NCCL's (DESIGN.md promises allreduce bits only
+// Gloo's order instead of NCCL's (docs/determinism.md promises allreduce bits only
 // within one configuration; the fingerprint records which library summed).
 //
 // Cost: every collective waits on the host for its device->host copy, then

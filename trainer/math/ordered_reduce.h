@@ -1,6 +1,6 @@
 // defines: ReductionLayout, FoldShardsInOrder, PackForAllToAll
 //
-// Ordered reduction (DESIGN.md): the reduced vector is the P gradient values
+// Ordered reduction (docs/architecture.md, "The invariants"): the reduced vector is the P gradient values
 // followed by the shard's loss sum, padded with zeros to a multiple of the
 // world size W so that every rank owns one equal slice. Each rank sends slice q
 // of each of its shard partials to rank q (all-to-all); since ranks own

@@ -1,10 +1,11 @@
 // defines: ReceiptFile, LineOutcome
 //
 // One receipt file (rank-<r>.jsonl or metrics.jsonl) as its rank writes it
-// (DESIGN.md: "A rank never writes a receipt line blind"). The rank keeps its
-// own offset and writes each line with pwrite at it, never O_APPEND and never
-// the descriptor's position: a process restored from a freeze finds its files
-// as the restore left them, which may be newer or older than its image.
+// (docs/architecture.md, "The invariants": a receipt line is never written
+// blind). The rank keeps its own offset and writes each line with pwrite at
+// it, never O_APPEND and never the descriptor's position: a process restored
+// from a freeze finds its files as the restore left them, which may be newer
+// or older than its image.
 // Before each write: one fstat, and where the file already reaches past the
 // offset, a pread of the bytes the line would cover:
 //   - identical bytes: a confirmed replay, nothing written;

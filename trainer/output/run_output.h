@@ -1,6 +1,6 @@
 // defines: RunOutput
 //
-// The files one rank writes into OUT_DIR (DESIGN.md "Receipts"):
+// The files one rank writes into OUT_DIR (docs/files-and-formats.md):
 //   rank-<r>.jsonl   every rank, one receipt line per step
 //   rank-<r>.env.jsonl  every rank, one line per (re)start: where it ran (rank_env.h)
 //   metrics.jsonl    rank 0, the same lines without "rank"

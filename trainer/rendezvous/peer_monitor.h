@@ -1,6 +1,6 @@
 // defines: PeerLoss, PeerMonitor
 //
-// The ranks' side of the liveness rule (DESIGN, HEARTBEAT_TIMEOUT_SECONDS): a
+// The ranks' side of the liveness rule (docs/reliability.md, HEARTBEAT_TIMEOUT_SECONDS): a
 // peer silent for the heartbeat timeout while this rank keeps running is
 // PEER_LOST, in every wait, collectives included (whose libraries wait with no
 // bound of their own: Gloo's timeout must stay long so that a restored job is

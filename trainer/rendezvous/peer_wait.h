@@ -2,7 +2,7 @@
 //
 // The freeze-tolerant deadline for every wait on a peer (rendezvous, barriers).
 //
-// DESIGN: a wait on a peer may last HEARTBEAT_TIMEOUT_SECONDS, and nothing
+// docs/reliability.md: a wait on a peer may last HEARTBEAT_TIMEOUT_SECONDS, and nothing
 // else uses wall-clock timeouts. The whole job may also be frozen (SIGSTOP, a
 // CRIU checkpoint and restore) for longer than that and then continued; a
 // freeze must not look like a silent peer. CLOCK_MONOTONIC keeps running while

@@ -1,6 +1,6 @@
 // defines: SilenceTracker
 //
-// The coordinator's side of the liveness rule (DESIGN, HEARTBEAT_TIMEOUT_SECONDS):
+// The coordinator's side of the liveness rule (docs/reliability.md, HEARTBEAT_TIMEOUT_SECONDS):
 // every rank pings the coordinator on its own connection (peer_monitor.h), and
 // a rank not heard from for the heartbeat timeout of the coordinator's *running*
 // time is lost. Time is counted as PeerWait counts it (peer_wait.h): the server
