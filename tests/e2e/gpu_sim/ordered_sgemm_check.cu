@@ -5,7 +5,7 @@
 // the block tile (64 x 64) and the k tile (16), every transpose pair, strided
 // operands, C = S, alpha * S, alpha * S + beta * C, every epilogue, and inputs
 // with -0, denormals, products below FLT_MIN, +-Inf and magnitudes that
-// overflow. One line:
+// overflow, and chains of products that all round to signed zeros. One line:
 //
 //   ordered_sgemm_check: ordered_sgemm: <e> elements of C (and <p> of padding
 //   and guard rows), <n> mismatches, <q> NaN on both
@@ -40,7 +40,7 @@ struct Shape {
 // Off the 64 x 64 block tile and the 16-deep k tile in every direction: one
 // element, a partial k tile only, k past several tiles and off them, m and n
 // crossing a block (70, 130).
-constexpr Shape kShapes[] = {{1, 1, 1}, {7, 33, 37}, {37, 70, 130}, {70, 7, 33}, {130, 37, 7}, {33, 130, 70}};
+constexpr Shape kShapes[] = {{1, 1, 1}, {7, 33, 37}, {37, 70, 50}, {70, 7, 33}, {130, 37, 7}, {33, 130, 21}};
 
 uint64_t state = 0x9E3779B97F4A7C15ull;
 uint32_t Next() {
@@ -50,15 +50,24 @@ uint32_t Next() {
   return static_cast<uint32_t>(state >> 32);
 }
 
-// Values in [-1, 1); with `special`, some -0, denormals, values whose products
-// fall below FLT_MIN, magnitudes whose products and sums overflow, and a rare
-// +-Inf (rare, so that most chains stay finite and keep their bits to compare).
-std::vector<float> Values(size_t count, bool special) {
+// What the operands hold besides values in [-1, 1).
+enum class Inputs {
+  kPlain,
+  kSpecial,  // some -0, denormals, values whose products fall below FLT_MIN,
+             // magnitudes whose products and sums overflow, and a rare +-Inf
+             // (rare, so that most chains stay finite and keep their bits)
+  kTiny,     // all scaled by 2^-80: every product rounds to a zero of its own
+             // sign, so each chain ends at -0 or +0 by its last product, and a
+             // padded step fma(0, 0, -0) = +0 would show
+};
+
+std::vector<float> Values(size_t count, Inputs inputs) {
   std::vector<float> values(count);
   for (float& v : values) {
     const uint32_t r = Next();
     v = static_cast<float>(static_cast<int32_t>(r >> 8) - (1 << 23)) / (1 << 23);
-    if (!special) continue;
+    if (inputs == Inputs::kTiny) v = std::ldexp(v, -80);
+    if (inputs != Inputs::kSpecial) continue;
     switch (r % 16) {
       case 0: v = -0.0f; break;
       case 1: v *= 1e-38f; break;  // denormal (or near it)
@@ -101,17 +110,17 @@ struct Tally {
 };
 
 // One call on both platforms, the same operands, C's buffer compared whole.
-void RunCase(const Shape& s, bool ta, bool tb, float alpha, float beta, GemmEpilogue::Kind kind, bool special,
+void RunCase(const Shape& s, bool ta, bool tb, float alpha, float beta, GemmEpilogue::Kind kind, Inputs inputs,
              Tally& tally) {
   const int pad = 3;
   const size_t lda = (ta ? s.m : s.k) + pad, ldb = (tb ? s.k : s.n) + pad, ldc = s.n + pad;
-  const std::vector<float> a = Values((ta ? s.k : s.m) * lda, special);
-  const std::vector<float> b = Values((tb ? s.n : s.k) * ldb, special);
-  std::vector<float> c = Values((s.m + 2) * ldc, special);  // two guard rows
+  const std::vector<float> a = Values((ta ? s.k : s.m) * lda, inputs);
+  const std::vector<float> b = Values((tb ? s.n : s.k) * ldb, inputs);
+  std::vector<float> c = Values((s.m + 2) * ldc, Inputs::kSpecial);  // two guard rows
   // beta = 0 never reads C: NaN there shows a kernel that does.
   if (beta == 0.0f) for (size_t e = 0; e < s.m * ldc; ++e) c[e] = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> bias = Values(s.n, true), mask = Values(s.m * ldc, true);
-  bias[0] = -0.0f;
+  std::vector<float> bias = Values(s.n, Inputs::kSpecial), mask = Values(s.m * ldc, Inputs::kSpecial);
+  for (size_t j = 0; j < bias.size(); j += 4) bias[j] = -0.0f;  // -0 + -0 = -0, which ReLU makes +0
   mask[0] = std::numeric_limits<float>::quiet_NaN();
   const GemmEpilogue host_epilogue{kind, bias.data(), mask.data(), ldc};
   std::vector<float> want = c;
@@ -130,8 +139,8 @@ void RunCase(const Shape& s, bool ta, bool tb, float alpha, float beta, GemmEpil
   CUDA_OR_EXIT(cudaMemcpy(got.data(), dc, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
   for (float* device : {da, db, dc, dbias, dmask}) CUDA_OR_EXIT(cudaFree(device));
   char what[128];
-  std::snprintf(what, sizeof what, "m=%d n=%d k=%d ta=%d tb=%d alpha=%g beta=%g epilogue=%d special=%d", s.m, s.n,
-                s.k, ta, tb, alpha, beta, static_cast<int>(kind), special);
+  std::snprintf(what, sizeof what, "m=%d n=%d k=%d ta=%d tb=%d alpha=%g beta=%g epilogue=%d inputs=%d", s.m, s.n,
+                s.k, ta, tb, alpha, beta, static_cast<int>(kind), static_cast<int>(inputs));
   tally.Add(got, want, s, ldc, what);
 }
 
@@ -146,10 +155,14 @@ int main() {
     for (int transposes = 0; transposes < 4; ++transposes) {
       const bool ta = transposes & 1, tb = transposes & 2;
       // C = S (the MLP's calls), alpha * S (beta = 0, C never read), alpha * S + beta * C;
-      // the epilogues in turn, each meeting every shape and every pair of transposes.
-      RunCase(s, ta, tb, 1.0f, 0.0f, kKinds[turn % 4], turn % 2 == 0, tally);
-      RunCase(s, ta, tb, -0.75f, 0.0f, kKinds[(turn + 1) % 4], turn % 2 == 1, tally);
-      RunCase(s, ta, tb, 1.5f, -0.5f, kKinds[(turn + 2) % 4], true, tally);
+      // the epilogues in turn, each meeting every shape and every pair of transposes;
+      // then the signs of zero chains, bare or through the ReLU.
+      const Inputs first = turn % 2 == 0 ? Inputs::kSpecial : Inputs::kPlain;
+      const Inputs second = turn % 2 == 0 ? Inputs::kPlain : Inputs::kSpecial;
+      RunCase(s, ta, tb, 1.0f, 0.0f, kKinds[turn % 4], first, tally);
+      RunCase(s, ta, tb, -0.75f, 0.0f, kKinds[(turn + 1) % 4], second, tally);
+      RunCase(s, ta, tb, 1.5f, -0.5f, kKinds[(turn + 2) % 4], Inputs::kSpecial, tally);
+      RunCase(s, ta, tb, 1.0f, 0.0f, turn % 2 == 0 ? Kind::kNone : Kind::kAddBiasRelu, Inputs::kTiny, tally);
       ++turn;
     }
   }
