@@ -13,7 +13,8 @@ programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
                                against its CPU code, bit for bit (softmax: within
                                a tolerance, its known differences counted)
   gpu_sim_e2e.py ordered_sgemm ordered_sgemm_check.cu: trainer/cuda/ordered_sgemm.cu
-                               against the CPU's OrderedSgemm, bit for bit
+                               against the CPU's OrderedSgemm, bit for bit, after
+                               its PTX shows fma.rn, mul.rn, add.rn alone
   gpu_sim_e2e.py ordered_sgemm_planted
                                the same check on a copy of the kernel whose chains
                                run k descending within a k tile: it must fail
@@ -151,9 +152,27 @@ def run_ordered_sgemm_check(kernel_source, scratch, status):
                                        f"-I{SOURCE}", f"-I{HERE}", *sources, "-lgomp"])
 
 
+# The kernel's float instructions in PTX: the chains' fma.rn.f32, IEEE-rounded
+# mul/add, no approximation, no flush to zero, no other multiply-add.
+def check_ordered_sgemm_ptx(scratch):
+    ptx = scratch / "ordered_sgemm.ptx"
+    result = gpu_sim("nvcc", "-std=c++17", "--fmad=false", "-arch=sm_70", "-O3", "-ptx", f"-I{SOURCE}",
+                     "-o", str(ptx), str(SOURCE / SGEMM_KERNEL), timeout=600)
+    expect(result, 0, f"tools/gpu-sim.sh nvcc -ptx {SGEMM_KERNEL}")
+    text = ptx.read_text()
+    found = sorted(set(re.findall(r"\b(?:fma|mad|mul|add|sub)\.[a-z0-9.]*f32\b", text)))
+    if "fma.rn.f32" not in found or set(found) - {"fma.rn.f32", "mul.rn.f32", "add.rn.f32"}:
+        fail(f"{SGEMM_KERNEL}'s float arithmetic in PTX is {found}, expected fma.rn.f32, mul.rn.f32 and "
+             "add.rn.f32 alone")
+    if ".approx" in text or ".ftz" in text:
+        fail(f"{SGEMM_KERNEL}'s PTX has an approximate or flush-to-zero instruction")
+    print(f"PTX: {', '.join(found)}; no .approx, no .ftz")
+
+
 def case_ordered_sgemm():
     require_build_tools()
     with tempfile.TemporaryDirectory() as scratch:
+        check_ordered_sgemm_ptx(Path(scratch))
         result = run_ordered_sgemm_check(SOURCE / SGEMM_KERNEL, Path(scratch), 0)
         if not re.search(r"^ordered_sgemm_check: ordered_sgemm: [1-9]\d* elements of C .*, 0 mismatches",
                          result.stdout, re.MULTILINE):
