@@ -63,14 +63,17 @@ std::vector<float> Operand(size_t count, uint32_t seed, bool infinities) {
   return ::testing::AssertionSuccess();
 }
 
-// One call on both platforms, packed operands (strides = stored columns).
-void ExpectCpuBits(const Call& call, bool infinities) {
+// One call on both platforms, packed operands (strides = stored columns), A
+// and B scaled by 2^exponent.
+void ExpectCpuBits(const Call& call, bool infinities, int exponent = 0) {
   SCOPED_TRACE("ta=" + std::to_string(call.ta) + " tb=" + std::to_string(call.tb) + " m=" + std::to_string(call.m) +
                " n=" + std::to_string(call.n) + " k=" + std::to_string(call.k) + " epilogue=" +
                std::to_string(static_cast<int>(call.kind)));
   const size_t lda = call.ta ? call.m : call.k, ldb = call.tb ? call.k : call.n, ldc = call.n;
-  const std::vector<float> a = Operand(size_t(call.m) * call.k, 1, infinities);
-  const std::vector<float> b = Operand(size_t(call.k) * call.n, 2, infinities);
+  std::vector<float> a = Operand(size_t(call.m) * call.k, 1, infinities);
+  std::vector<float> b = Operand(size_t(call.k) * call.n, 2, infinities);
+  for (std::vector<float>* operand : {&a, &b})
+    for (float& value : *operand) value = std::ldexp(value, exponent);
   const std::vector<float> c = Operand(size_t(call.m) * call.n, 3, false);
   const std::vector<float> bias = Operand(call.n, 4, false);
   const std::vector<float> mask = Operand(size_t(call.m) * call.n, 5, false);
@@ -122,6 +125,15 @@ TEST(CudaOrderedSgemm, OddShapesEveryTransposeAlphaBetaAndEpilogueGiveTheCpuBits
       ExpectCpuBits({ta, tb, shape[0], shape[1], shape[2], 1.5f, -0.5f, kinds[(turn + 2) % 4]}, true);
     }
   }
+}
+
+// Every product rounds to a zero of its own sign (A and B scaled by 2^-80), so
+// each chain ends at -0 or +0 by its last product: a chain step on padding,
+// fma(0, 0, -0) = +0, or one out of order shows.
+TEST(CudaOrderedSgemm, ChainsOfUnderflowingProductsKeepTheSignOfTheirLastZero) {
+  DMLP_REQUIRE_GPU();
+  for (int transposes = 0; transposes < 4; ++transposes)
+    ExpectCpuBits({bool(transposes & 1), bool(transposes & 2), 37, 70, 130, 1.0f, 0.0f, Kind::kNone}, false, -80);
 }
 
 // k = 0: every chain is its start, +0, then alpha, beta and the epilogue.
