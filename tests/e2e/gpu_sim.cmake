@@ -11,6 +11,10 @@
 #   e2e.gpu_sim.kernels       dmlp's own kernels (trainer/cuda/*.cu) against its
 #                             CPU code on small odd shapes, bit for bit
 #                             (softmax cross-entropy within a tolerance)
+#   e2e.gpu_sim.ordered_sgemm  the ordered SGEMM (trainer/cuda/ordered_sgemm.cu)
+#                             against the CPU's OrderedSgemm, bit for bit
+#   e2e.gpu_sim.ordered_sgemm_planted  the same check on a copy of the kernel
+#                             with its chain order changed must fail
 #   e2e.gpu_sim.cli           usage errors, refused caches (no build needed)
 # Exit 77 (SKIP) where the simulator cannot be built and CI is unset; in CI a
 # failure. The build runs under nice -n 19 beside the other tests: they keep
@@ -18,7 +22,7 @@
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 set(gpu_sim_environment
     "DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
-foreach(case build fma_bits stream_order device_api kernels cli)
+foreach(case build fma_bits stream_order device_api kernels ordered_sgemm ordered_sgemm_planted cli)
   add_test(NAME e2e.gpu_sim.${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/gpu_sim/gpu_sim_e2e.py ${case})
   set_tests_properties(e2e.gpu_sim.${case} PROPERTIES
@@ -30,5 +34,6 @@ endforeach()
 # 277 s on an idle 2-core machine, far more on a busy one.
 set_tests_properties(e2e.gpu_sim.build PROPERTIES FIXTURES_SETUP gpu_sim TIMEOUT 3000)
 set_tests_properties(e2e.gpu_sim.fma_bits e2e.gpu_sim.stream_order e2e.gpu_sim.device_api
-                     e2e.gpu_sim.kernels PROPERTIES
+                     e2e.gpu_sim.kernels e2e.gpu_sim.ordered_sgemm e2e.gpu_sim.ordered_sgemm_planted
+                     PROPERTIES
   FIXTURES_REQUIRED gpu_sim)

@@ -12,6 +12,7 @@ if(DMLP_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_mlp_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_version_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_ordered_sgemm_test.cc
   )
   # dmlp_trainer_core: the CPU backend and FoldShardsInOrder, the references.
   target_link_libraries(cuda_test PRIVATE dmlp_trainer_cuda dmlp_trainer_core dmlp_trainer_cpu

@@ -12,6 +12,12 @@ programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
   gpu_sim_e2e.py kernels       kernels_check.cu: dmlp's own kernels (trainer/cuda/*.cu)
                                against its CPU code, bit for bit (softmax: within
                                a tolerance, its known differences counted)
+  gpu_sim_e2e.py ordered_sgemm ordered_sgemm_check.cu: trainer/cuda/ordered_sgemm.cu
+                               against the CPU's OrderedSgemm, bit for bit, after
+                               its PTX shows fma.rn, mul.rn, add.rn alone
+  gpu_sim_e2e.py ordered_sgemm_planted
+                               the same check on a copy of the kernel whose chains
+                               run k descending within a k tile: it must fail
   gpu_sim_e2e.py cli           usage errors and the cache's ownership checks
                                (no build needed)
 
@@ -84,7 +90,7 @@ def case_build():
     print(f"PASS: simulator in {folder}")
 
 
-def compile_and_run(program, scratch, workdir=None, extra_args=()):
+def compile_and_run(program, scratch, workdir=None, extra_args=(), status=0):
     binary = scratch / program
     result = gpu_sim("nvcc", "-cudart", "shared", "-arch=sm_70", "-O3", "-o", str(binary),
                      str(HERE / f"{program}.cu"), *extra_args, timeout=600)
@@ -93,7 +99,9 @@ def compile_and_run(program, scratch, workdir=None, extra_args=()):
     result = gpu_sim(*run_args, timeout=600)
     # The program's own lines; the simulator's (its option table, a few lines a launch) are noise here.
     print("\n".join(line for line in result.stdout.splitlines() if line.startswith(f"{program}: ")))
-    expect(result, 0, f"{program} on the simulator")
+    expect(result, status, f"{program} on the simulator")
+    if status != 0:
+        return result
     if f"{program}: RESULT PASS" not in result.stdout:
         fail(f"{program} exited 0 without RESULT PASS")
     return result
@@ -122,6 +130,70 @@ def case_kernels():
                                     "-Xcompiler=-ffp-contract=off,-Wall,-Wextra",
                                     f"-I{SOURCE}", f"-I{HERE}", *sources, "-lcrypto"])
     print("PASS")
+
+
+# ordered_sgemm_check.cu with the kernel (or a copy of it) and the CPU's SGEMM
+# it is held to, built with the main build's bit-relevant flags as above
+# (OpenMP as dmlp_trainer_cpu has it; the check calls one thread).
+SGEMM_CPU_SOURCES = ["trainer/cpu/ordered_sgemm.cc", "trainer/cpu/gemm_epilogue.cc",
+                     "trainer/cuda/cuda_check.cc", "common/status.cc"]
+SGEMM_KERNEL = "trainer/cuda/ordered_sgemm.cu"
+# The kernel's chain loop, marked in the source; the planted copy runs it backwards.
+SGEMM_CHAIN_LOOP = ("for (int kk = 0; kk < steps; ++kk) {  "
+                    "// CHAIN ORDER: k ascending, one accumulator per element")
+SGEMM_CHAIN_LOOP_REVERSED = "for (int kk = steps - 1; kk >= 0; --kk) {"
+
+
+def run_ordered_sgemm_check(kernel_source, scratch, status):
+    sources = [str(kernel_source)] + [str(SOURCE / path) for path in SGEMM_CPU_SOURCES]
+    return compile_and_run("ordered_sgemm_check", scratch, status=status,
+                           extra_args=["-std=c++17", "--fmad=false",
+                                       "-Xcompiler=-ffp-contract=off,-fopenmp,-Wall,-Wextra",
+                                       f"-I{SOURCE}", f"-I{HERE}", *sources, "-lgomp"])
+
+
+# The kernel's float instructions in PTX: the chains' fma.rn.f32, IEEE-rounded
+# mul/add, no approximation, no flush to zero, no other multiply-add.
+def check_ordered_sgemm_ptx(scratch):
+    ptx = scratch / "ordered_sgemm.ptx"
+    result = gpu_sim("nvcc", "-std=c++17", "--fmad=false", "-arch=sm_70", "-O3", "-ptx", f"-I{SOURCE}",
+                     "-o", str(ptx), str(SOURCE / SGEMM_KERNEL), timeout=600)
+    expect(result, 0, f"tools/gpu-sim.sh nvcc -ptx {SGEMM_KERNEL}")
+    text = ptx.read_text()
+    found = sorted(set(re.findall(r"\b(?:fma|mad|mul|add|sub)\.[a-z0-9.]*f32\b", text)))
+    if "fma.rn.f32" not in found or set(found) - {"fma.rn.f32", "mul.rn.f32", "add.rn.f32"}:
+        fail(f"{SGEMM_KERNEL}'s float arithmetic in PTX is {found}, expected fma.rn.f32, mul.rn.f32 and "
+             "add.rn.f32 alone")
+    if ".approx" in text or ".ftz" in text:
+        fail(f"{SGEMM_KERNEL}'s PTX has an approximate or flush-to-zero instruction")
+    print(f"PTX: {', '.join(found)}; no .approx, no .ftz")
+
+
+def case_ordered_sgemm():
+    require_build_tools()
+    with tempfile.TemporaryDirectory() as scratch:
+        check_ordered_sgemm_ptx(Path(scratch))
+        result = run_ordered_sgemm_check(SOURCE / SGEMM_KERNEL, Path(scratch), 0)
+        if not re.search(r"^ordered_sgemm_check: ordered_sgemm: [1-9]\d* elements of C .*, 0 mismatches",
+                         result.stdout, re.MULTILINE):
+            fail("no line saying the kernel's elements of C were compared with 0 mismatches")
+    print("PASS")
+
+
+def case_ordered_sgemm_planted():
+    require_build_tools()
+    kernel = (SOURCE / SGEMM_KERNEL).read_text()
+    if kernel.count(SGEMM_CHAIN_LOOP) != 1:
+        fail(f"{SGEMM_KERNEL} has not exactly one line marked {SGEMM_CHAIN_LOOP!r} to plant the bug in")
+    with tempfile.TemporaryDirectory() as scratch:
+        planted = Path(scratch) / "ordered_sgemm.cu"
+        planted.write_text(kernel.replace(SGEMM_CHAIN_LOOP, SGEMM_CHAIN_LOOP_REVERSED))
+        result = run_ordered_sgemm_check(planted, Path(scratch), 1)
+        match = re.search(r"^ordered_sgemm_check: ordered_sgemm: .*, (\d+) mismatches", result.stdout,
+                          re.MULTILINE)
+        if not match or int(match.group(1)) == 0 or "RESULT FAIL" not in result.stdout:
+            fail("the check passed a kernel whose chains run k descending")
+    print(f"PASS: the planted chain order gives {match.group(1)} mismatches")
 
 
 def case_fma_bits():
@@ -176,7 +248,8 @@ def case_cli():
 
 
 CASES = {"build": case_build, "fma_bits": case_fma_bits, "stream_order": case_stream_order,
-         "device_api": case_device_api, "kernels": case_kernels, "cli": case_cli}
+         "device_api": case_device_api, "kernels": case_kernels, "ordered_sgemm": case_ordered_sgemm,
+         "ordered_sgemm_planted": case_ordered_sgemm_planted, "cli": case_cli}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
