@@ -157,14 +157,20 @@ class LiveVerify(JobTestCase):
             self.assertEqual(code, 0, f"{name}:\n{output}")
 
     def kill_when(self, out, shim, reached):
-        """Starts the slowed job and SIGKILLs every rank, by pid, once `reached(out)`."""
+        """Starts the slowed job and SIGKILLs every rank, by pid, once `reached(out)`.
+        False when the job could not start because another process took its
+        coordinator port between free_port() and rank 0's bind (an outgoing
+        connection of a test beside this one may get it as its own port)."""
         ranks = self.start_slowed_job(out, shim)
         wait_for(lambda: reached(out) or any(rank.poll() is not None for rank in ranks), 60, str(out))
         for rank in ranks:
             rank.kill()
-        for rank in ranks:
-            rank.wait(timeout=30)
-        self.assertTrue(reached(out), f"the job ended before {out.name}")
+        outputs = [rank.communicate(timeout=30)[1] for rank in ranks]
+        if not reached(out) and "COORDINATOR_PORT_IN_USE" in outputs[0]:
+            return False
+        self.assertTrue(reached(out), f"the job ended before {out.name}: exit codes "
+                        f"{[rank.returncode for rank in ranks]}\n" + "\n".join(outputs))
+        return True
 
     def test_a_job_killed_at_start_is_incomplete(self):
         golden, shim = self.golden(), self.build_shim()
@@ -182,7 +188,8 @@ class LiveVerify(JobTestCase):
             with self.subTest(moment=moment):
                 for attempt in range(5):
                     out = self.scratch / f"{moment}-{attempt}"
-                    self.kill_when(out, shim, reached)
+                    if not self.kill_when(out, shim, reached):
+                        continue
                     for name, (code, output) in self.verdicts(self.checks(out, golden)).items():
                         self.assertEqual(code, 3, f"{name}:\n{output}")
                         self.assertEqual(output.strip().splitlines()[-1], "INCOMPLETE")
