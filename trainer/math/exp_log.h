@@ -17,8 +17,10 @@
 // (trainer/math/device_macros.h: never contracted, on either side).
 // tests/unit/exp_log_test.cc compares them with the running glibc on every float.
 //
-// Tables: function-local constexpr arrays, so one definition serves both
-// compilers; nvcc places them in constant memory of the kernel that inlines them.
+// Tables: function-local static constexpr arrays, so one definition serves
+// both compilers; nvcc places them in device memory (.global in PTX), loaded
+// once. (Without `static`, nvcc built them in each thread's local memory on
+// every call.)
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ namespace dmlp {
 /// e^x as glibc's expf (its FMA build) returns it, for every float x (NaN quieted).
 DMLP_HOST_DEVICE DMLP_INLINE float ExpF(float x) {
   // tab[i] = bits(2^(i/32)) - (i << 47): 2^(k/32) is double(tab[k%32] + (k << 47)).
-  constexpr uint64_t kTable[32] = {
+  static constexpr uint64_t kTable[32] = {
       0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
       0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
       0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
@@ -73,13 +75,13 @@ DMLP_HOST_DEVICE DMLP_INLINE float ExpF(float x) {
 /// log(x) as glibc's logf (its FMA build) returns it, for every float x (NaN quieted).
 DMLP_HOST_DEVICE DMLP_INLINE float LogF(float x) {
   // {1/c, log c} for c near the centre of each of 16 subintervals of [OFF, 2 OFF).
-  constexpr double kInvC[16] = {
+  static constexpr double kInvC[16] = {
       0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0, 0x1.49539f0f010bp+0,  0x1.3c995b0b80385p+0,
       0x1.30d190c8864a5p+0, 0x1.25e227b0b8eap+0,  0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
       0x1.0953f419900a7p+0, 0x1p+0,               0x1.e608cfd9a47acp-1, 0x1.ca4b31f026aap-1,
       0x1.b2036576afce6p-1, 0x1.9c2d163a1aa2dp-1, 0x1.886e6037841edp-1, 0x1.767dcf5534862p-1,
   };
-  constexpr double kLogC[16] = {
+  static constexpr double kLogC[16] = {
       -0x1.57bf7808caadep-2, -0x1.2bef0a7c06ddbp-2, -0x1.01eae7f513a67p-2, -0x1.b31d8a68224e9p-3,
       -0x1.6574f0ac07758p-3, -0x1.1aa2bc79c81p-3,   -0x1.a4e76ce8c0e5ep-4, -0x1.1973c5a611cccp-4,
       -0x1.252f438e10c1ep-5, 0x0p+0,                0x1.aa5aa5df25984p-5,  0x1.c5e53aa362eb4p-4,
