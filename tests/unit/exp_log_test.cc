@@ -31,11 +31,20 @@ struct Mismatches {
   std::vector<uint32_t> first;
 };
 
+// Under the sanitizers (tools/test-all.sh's second build) every input is
+// instrumented and DFma is a libm call: there the loops take every 61st input,
+// enough for what those builds look for; the bits are proven in the main build.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint64_t kInputStride = 61;
+#else
+constexpr uint64_t kInputStride = 1;
+#endif
+
 // Each loop is compiled per ISA so DFma is one instruction where the CPU has
 // it (about 30 s for 2^32 inputs per function on one core); the baseline clone
 // calls libm's fma, which rounds the same.
 DMLP_CPU_FMA_CLONES void CountExpMismatches(uint64_t begin, uint64_t end, Mismatches* out) {
-  for (uint64_t bits = begin; bits < end; ++bits) {
+  for (uint64_t bits = begin; bits < end; bits += kInputStride) {
     const float x = FloatFromBits(static_cast<uint32_t>(bits));
     if (FloatBits(ExpF(x)) == FloatBits(expf(x))) continue;
     if (out->count++ < 8) out->first.push_back(static_cast<uint32_t>(bits));
@@ -43,7 +52,7 @@ DMLP_CPU_FMA_CLONES void CountExpMismatches(uint64_t begin, uint64_t end, Mismat
 }
 
 DMLP_CPU_FMA_CLONES void CountLogMismatches(uint64_t begin, uint64_t end, Mismatches* out) {
-  for (uint64_t bits = begin; bits < end; ++bits) {
+  for (uint64_t bits = begin; bits < end; bits += kInputStride) {
     const float x = FloatFromBits(static_cast<uint32_t>(bits));
     if (FloatBits(LogF(x)) == FloatBits(logf(x))) continue;
     if (out->count++ < 8) out->first.push_back(static_cast<uint32_t>(bits));
