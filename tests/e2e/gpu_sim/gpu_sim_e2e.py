@@ -4,7 +4,8 @@ programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
   gpu_sim_e2e.py build         tools/gpu-sim.sh build (the ctest fixture: once
                                per machine, minutes; later calls find the cache)
   gpu_sim_e2e.py fma_bits      fma_check.cu: fma.rn chains and IEEE add, mul,
-                               div, sqrt .rn bit for bit against the host
+                               div, sqrt .rn, in float and double, bit for bit
+                               against the host
   gpu_sim_e2e.py stream_order  stream_order.cu: memset and synchronize on a
                                non-default stream keep the program's order
   gpu_sim_e2e.py device_api    device_api.cu: the calls that describe a device
@@ -223,6 +224,8 @@ def case_fma_bits():
         result = compile_and_run("fma_check", Path(scratch), workdir)
         if not re.search(r"^fma_check: __fmaf_rn chain:\s+0/4096 mismatches", result.stdout, re.MULTILINE):
             fail("no line saying 0/4096 __fmaf_rn chains differ")
+        if not re.search(r"^fma_check: fma.rn.f64 +random triples +0/4096 mismatches", result.stdout, re.MULTILINE):
+            fail("no line saying 0/4096 random fma.rn.f64 triples differ")
         # --workdir is kept, with the configuration and the simulator's files in it.
         if not (workdir / "gpgpusim.config").exists():
             fail(f"{workdir} lacks gpgpusim.config after `run --workdir`")
