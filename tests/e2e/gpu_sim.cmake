@@ -5,12 +5,13 @@
 #                             Minutes on a fresh machine (CI), milliseconds once
 #                             the cache holds the build, so CI pays it once.
 #   e2e.gpu_sim.fma_bits      fma.rn chains and IEEE add/mul/div/sqrt .rn, special
-#                             values included, bit for bit against the host
+#                             values included, and the f64 operations and conversions
+#                             ExpF/LogF run, bit for bit against the host
 #   e2e.gpu_sim.stream_order  memset and synchronize on a stream keep the order
 #   e2e.gpu_sim.device_api    the calls that describe a device (PCI bus id, ...) answer
 #   e2e.gpu_sim.kernels       dmlp's own kernels (trainer/cuda/*.cu) against its
 #                             CPU code on small odd shapes, bit for bit
-#                             (softmax cross-entropy within a tolerance)
+#                             (softmax cross-entropy and its ExpF/LogF included)
 #   e2e.gpu_sim.ordered_sgemm  the ordered SGEMM (trainer/cuda/ordered_sgemm.cu)
 #                             against the CPU's OrderedSgemm, bit for bit
 #   e2e.gpu_sim.ordered_sgemm_planted  the same check on a copy of the kernel

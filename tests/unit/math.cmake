@@ -24,3 +24,9 @@ if(OpenMP_CXX_FOUND)  # the test checks the threaded path too, under #ifdef _OPE
   target_link_libraries(mlp_cpu_test PRIVATE OpenMP::OpenMP_CXX)
 endif()
 gtest_discover_tests(mlp_cpu_test DISCOVERY_TIMEOUT 60)
+
+# ExpF and LogF against glibc's expf and logf on all 2^32 inputs each (about a
+# minute on one core, split over all cores): a program of its own so math_test stays quick.
+add_executable(exp_log_test ${CMAKE_CURRENT_LIST_DIR}/exp_log_test.cc)
+target_link_libraries(exp_log_test PRIVATE dmlp_trainer_math GTest::gtest_main)
+gtest_discover_tests(exp_log_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 1200)

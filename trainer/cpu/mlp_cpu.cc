@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <utility>
 
 #include "common/format/error_codes.h"
 #include "trainer/cpu/cpu_parallel.h"
 #include "trainer/cpu/gemm_cpu.h"
 #include "trainer/math/cpu_clones.h"
+#include "trainer/math/softmax_xent_row.h"
 
 namespace dmlp {
 namespace {
@@ -88,29 +88,15 @@ void CpuMlp::Forward(const float* params, const float* inputs) {
 
 float CpuMlp::SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
                                   int64_t global_batch) {
-  // optax.softmax_cross_entropy_with_integer_labels' order: shift by the row
-  // max, l = log(sum exp(shifted)) - shifted[label]. exp and log are glibc's
-  // here; the CUDA platform's losses are close to these, not bit-equal.
+  // One row at a time, the chain the CUDA kernel runs too (trainer/math/softmax_xent_row.h:
+  // dmlp's own exp and log, glibc's bits), the losses summed in sample order
+  // from +0: the platforms' losses, gradients and loss sums are equal bit for bit.
   const int64_t classes = layout_.shape().classes;
   const float batch = static_cast<float>(global_batch);
   float loss_sum = 0.0f;
-  for (int64_t i = 0; i < shard_size_; ++i) {
-    const float* z = logits + i * classes;
-    float* d = delta_.data() + i * classes;
-    float row_max = z[0];
-    for (int64_t j = 1; j < classes; ++j)
-      if (z[j] > row_max) row_max = z[j];
-    float sum = 0.0f;
-    for (int64_t j = 0; j < classes; ++j) {
-      d[j] = std::exp(z[j] - row_max);
-      sum += d[j];
-    }
-    const int32_t label = labels[i];
-    loss_sum += std::log(sum) - (z[label] - row_max);
-    // d l_i / d z_ij = softmax_ij - [j == label]; the mean divides by B.
-    for (int64_t j = 0; j < classes; ++j)
-      d[j] = (d[j] / sum - (j == label ? 1.0f : 0.0f)) / batch;
-  }
+  for (int64_t i = 0; i < shard_size_; ++i)
+    loss_sum += SoftmaxXentRow(logits + i * classes, labels[i], classes, batch,
+                               delta_.data() + i * classes);
   return loss_sum;
 }
 

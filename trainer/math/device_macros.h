@@ -1,5 +1,5 @@
 // defines: DMLP_HOST_DEVICE, DMLP_INLINE, FAdd, FSub, FMul, FDiv, FSqrt, FFma, FloatBits,
-//          FloatFromBits
+//          FloatFromBits, DAdd, DSub, DMul, DFma, DoubleBits, DoubleFromBits
 //
 // What lets one header serve the CPU platform (g++) and the CUDA platform
 // (nvcc, host and device) with the SAME BITS.
@@ -127,6 +127,69 @@ DMLP_HOST_DEVICE DMLP_INLINE float FloatFromBits(uint32_t bits) {
   return __uint_as_float(bits);
 #else
   float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+#endif
+}
+
+// The same helpers in double, for functions that compute in double and round
+// once to float at the end (trainer/math/exp_log.h): the same argument, the
+// device's __dadd_rn, __dmul_rn, __fma_rn are never contracted or fused.
+
+/// a + b in double, rounded to nearest, never fused.
+DMLP_HOST_DEVICE DMLP_INLINE double DAdd(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+/// a - b in double, rounded to nearest, never fused.
+DMLP_HOST_DEVICE DMLP_INLINE double DSub(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+/// a * b in double, rounded to nearest, never fused.
+DMLP_HOST_DEVICE DMLP_INLINE double DMul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/// a * b + c in double, rounded once. Host: an FMA instruction where the
+/// function is compiled for one, else libm's fma: slower, never different.
+DMLP_HOST_DEVICE DMLP_INLINE double DFma(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(a, b, c);
+#else
+  return __builtin_fma(a, b, c);
+#endif
+}
+
+/// The IEEE bits of a double.
+DMLP_HOST_DEVICE DMLP_INLINE uint64_t DoubleBits(double value) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint64_t>(__double_as_longlong(value));
+#else
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+#endif
+}
+
+/// The double with the given IEEE bits.
+DMLP_HOST_DEVICE DMLP_INLINE double DoubleFromBits(uint64_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(bits));
+#else
+  double value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
 #endif

@@ -5,7 +5,12 @@
 //   2. a*b+acc as written, which nvcc contracts into the same fma;
 //   3. add.rn, mul.rn, div.rn and sqrt.rn (IEEE, correctly rounded on a GPU
 //      and on the host alike) and abs over every pair of special values: +-0,
-//      denormals, the normal extremes, +-inf and NaN, and over 4,096 random pairs.
+//      denormals, the normal extremes, +-inf and NaN, and over 4,096 random pairs;
+//   4. the same in double, what ExpF/LogF (trainer/math/exp_log.h) run on:
+//      fma.rn.f64, mul.rn, add.rn, sub.rn, the conversions f32 <-> f64 and
+//      f64 -> s64/u64 (round to nearest even), s32 -> f64, and the bit
+//      reinterpretations, over special triples, random triples and triples
+//      whose fma cancels (c = -(a*b) rounded: the fma's exact low part).
 // Built by tools/gpu-sim.sh nvcc and run under tools/gpu-sim.sh run
 // (e2e.gpu_sim.fma_bits). Prints one line per check, each starting
 // "fma_check: " (the simulator prints much else), and "fma_check: RESULT PASS|FAIL";
@@ -210,6 +215,162 @@ int check_ieee_ops(const char* set_name, const std::vector<float>& x, const std:
   return failures;
 }
 
+constexpr int kOps64 = 10;
+const char* const kOpNames64[kOps64] = {"fma.rn.f64", "mul.rn.f64", "add.rn.f64", "sub.rn.f64",
+                                        "cvt.f64.f32", "cvt.rn.f32.f64", "cvt.rni.s64.f64",
+                                        "cvt.rni.u64.f64", "cvt.rn.f64.s32", "mov.b64"};
+
+// One triple's inputs: a, b, c in double; x a float; k an int; `integral` a
+// double in range of both int64 and uint64 (the conversions' results are only
+// defined there).
+struct Triple {
+  double a, b, c;
+  float x;
+  int k;
+  double integral;
+};
+
+// out holds kOps64 rows of n results as 64-bit patterns, in kOpNames64's order.
+__global__ void ieee_ops64_kernel(const Triple* in, uint64_t* out, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const Triple v = in[t];
+  out[0 * n + t] = __double_as_longlong(__fma_rn(v.a, v.b, v.c));
+  out[1 * n + t] = __double_as_longlong(__dmul_rn(v.a, v.b));
+  out[2 * n + t] = __double_as_longlong(__dadd_rn(v.a, v.b));
+  out[3 * n + t] = __double_as_longlong(__dsub_rn(v.a, v.b));
+  out[4 * n + t] = __double_as_longlong(static_cast<double>(v.x));
+  out[5 * n + t] = __float_as_uint(__double2float_rn(v.a));
+  out[6 * n + t] = static_cast<uint64_t>(__double2ll_rn(v.integral));
+  out[7 * n + t] = __double2ull_rn(fabs(v.integral));
+  out[8 * n + t] = __double_as_longlong(static_cast<double>(v.k));
+  // The reinterpretations both ways, through an integer operation on the bits.
+  out[9 * n + t] = __double_as_longlong(__longlong_as_double(__double_as_longlong(v.a) + 1));
+}
+
+uint64_t bits_of64(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+double from_bits64(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// What this host gives for op `op` of kOpNames64, as a 64-bit pattern.
+uint64_t host_op64(int op, const Triple& v) {
+  switch (op) {
+    case 0: return bits_of64(std::fma(v.a, v.b, v.c));
+    case 1: return bits_of64(v.a * v.b);
+    case 2: return bits_of64(v.a + v.b);
+    case 3: return bits_of64(v.a - v.b);
+    case 4: return bits_of64(static_cast<double>(v.x));
+    case 5: return bits_of(static_cast<float>(v.a));
+    case 6: return static_cast<uint64_t>(std::llrint(v.integral));
+    case 7: return static_cast<uint64_t>(std::nearbyint(std::fabs(v.integral)));
+    case 8: return bits_of64(static_cast<double>(v.k));
+    default: return bits_of64(v.a) + 1;
+  }
+}
+
+// Equal bits, or both NaN (as same_result, for the ops whose result is a double).
+bool same_result64(int op, uint64_t device, uint64_t host) {
+  if (op >= 6 && op != 8) return device == host;  // integers, or bits (mov.b64)
+  if (op == 5) return same_result(from_bits(static_cast<uint32_t>(device)), from_bits(static_cast<uint32_t>(host)));
+  const double d = from_bits64(device), h = from_bits64(host);
+  if (std::isnan(d) || std::isnan(h)) return std::isnan(d) && std::isnan(h);
+  return device == host;
+}
+
+double random_double() {  // xorshift64, a random sign, mantissa and exponent in [2^-60, 2^60)
+  random_state ^= random_state << 13;
+  random_state ^= random_state >> 7;
+  random_state ^= random_state << 17;
+  const uint64_t sign = random_state >> 63, exponent = 1023 - 60 + (random_state >> 40) % 120;
+  return from_bits64((sign << 63) | (exponent << 52) | (random_state & 0xfffffffffffffull));
+}
+
+std::vector<double> special_doubles() {
+  const double inf = std::numeric_limits<double>::infinity();
+  return {0.0, -0.0, from_bits64(1), from_bits64(0x8000000000000001ull),   // smallest denormals
+          from_bits64(0x000fffffffffffffull),                              // largest denormal
+          std::numeric_limits<double>::min(), std::numeric_limits<double>::max(),
+          -std::numeric_limits<double>::max(), 1.0, -1.0, 0.5, 2.5, -2.5, 3.5,
+          1.0 / 3.0, 0x1.8p+52, 0x1.71547652b82fep+5, 0x1p-1074 * 3, 1e300, 1e-300,
+          0x1.fffffffp127,           // rounds to FLT_MAX or inf as a float
+          0x1.0000003p-149,          // rounds to a float denormal
+          0x1.ffffffep-127,          // a float denormal's halfway case
+          inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+}
+
+// A double in (-2^62, 2^62) with its fraction, past 2^31 every other time:
+// round-to-nearest-even cases (x.5) every fourth time.
+double random_integral() {
+  const double value = std::ldexp(random_double(), (random_state & 4) != 0 ? 2 : -30);
+  return (random_state & 3) == 0 ? std::floor(value) + 0.5 : value;
+}
+
+int check_ieee_ops64(const char* set_name, const std::vector<Triple>& in) {
+  const int n = static_cast<int>(in.size());
+  Triple* device_in = nullptr;
+  uint64_t* device_out = nullptr;
+  CUDA_OR_EXIT(cudaMalloc(&device_in, n * sizeof(Triple)));
+  CUDA_OR_EXIT(cudaMemcpy(device_in, in.data(), n * sizeof(Triple), cudaMemcpyHostToDevice));
+  CUDA_OR_EXIT(cudaMalloc(&device_out, kOps64 * n * sizeof(uint64_t)));
+  ieee_ops64_kernel<<<blocks_for(n), kBlock>>>(device_in, device_out, n);
+  CUDA_OR_EXIT(cudaGetLastError());
+  std::vector<uint64_t> out(kOps64 * n);
+  CUDA_OR_EXIT(cudaMemcpy(out.data(), device_out, out.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  int failures = 0;
+  for (int op = 0; op < kOps64; ++op) {
+    int mismatches = 0, first = -1;
+    for (int t = 0; t < n; ++t) {
+      if (!same_result64(op, out[op * n + t], host_op64(op, in[t]))) {
+        ++mismatches;
+        if (first < 0) first = t;
+      }
+    }
+    std::printf("fma_check: %-15s %-16s %d/%d mismatches\n", kOpNames64[op], set_name, mismatches, n);
+    if (first >= 0) {
+      std::printf("fma_check:   e.g. a=%a b=%a c=%a: simulator %016llx, host %016llx\n", in[first].a,
+                  in[first].b, in[first].c, static_cast<unsigned long long>(out[op * n + first]),
+                  static_cast<unsigned long long>(host_op64(op, in[first])));
+    }
+    failures += mismatches != 0;
+  }
+  CUDA_OR_EXIT(cudaFree(device_in));
+  CUDA_OR_EXIT(cudaFree(device_out));
+  return failures;
+}
+
+int check_double_ops() {
+  const std::vector<double> specials = special_doubles();
+  const std::vector<float> float_specials = special_values();
+  std::vector<Triple> triples;
+  size_t i = 0;
+  for (double a : specials)
+    for (double b : specials) {
+      const double c = specials[(i * 7) % specials.size()];
+      triples.push_back({a, b, c, float_specials[i % float_specials.size()],
+                         static_cast<int>(i * 2654435761u), std::isfinite(c) && std::fabs(c) < 0x1p62 ? c : 2.5});
+      ++i;
+    }
+  int failures = check_ieee_ops64("special triples", triples);
+  triples.clear();
+  for (int t = 0; t < kChains; ++t) {
+    const double a = random_double(), b = random_double();
+    // Every other triple cancels: c = -(a*b) rounded leaves the product's low part.
+    const double c = t % 2 == 0 ? -(a * b) : random_double();
+    triples.push_back({a, b, c, random_float() * 1e-38f, static_cast<int>(random_state),
+                       random_integral()});
+  }
+  failures += check_ieee_ops64("random triples", triples);
+  return failures;
+}
+
 }  // namespace
 
 int main() {
@@ -230,6 +391,7 @@ int main() {
     y[t] = random_float();
   }
   failures += check_ieee_ops("random pairs", x, y);
+  failures += check_double_ops();
 
   std::printf("fma_check: RESULT %s\n", failures ? "FAIL" : "PASS");
   return failures ? 1 : 0;

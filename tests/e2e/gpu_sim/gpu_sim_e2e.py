@@ -4,14 +4,16 @@ programs compiled by CUDA 11.8's nvcc and run on the simulated GPU.
   gpu_sim_e2e.py build         tools/gpu-sim.sh build (the ctest fixture: once
                                per machine, minutes; later calls find the cache)
   gpu_sim_e2e.py fma_bits      fma_check.cu: fma.rn chains and IEEE add, mul,
-                               div, sqrt .rn bit for bit against the host
+                               div, sqrt .rn, in float and double, bit for bit
+                               against the host
   gpu_sim_e2e.py stream_order  stream_order.cu: memset and synchronize on a
                                non-default stream keep the program's order
   gpu_sim_e2e.py device_api    device_api.cu: the calls that describe a device
                                (PCI bus id, versions, events) answer
   gpu_sim_e2e.py kernels       kernels_check.cu: dmlp's own kernels (trainer/cuda/*.cu)
-                               against its CPU code, bit for bit (softmax: within
-                               a tolerance, its known differences counted)
+                               against its CPU code, bit for bit (softmax and its
+                               ExpF/LogF included), after the softmax's PTX shows
+                               no approximate or contracted instruction
   gpu_sim_e2e.py ordered_sgemm ordered_sgemm_check.cu: trainer/cuda/ordered_sgemm.cu
                                against the CPU's OrderedSgemm, bit for bit, after
                                its PTX shows fma.rn, mul.rn, add.rn alone
@@ -121,14 +123,26 @@ CPU_SOURCES = ["trainer/cuda/cuda_check.cc", "common/status.cc", "common/state_l
                                               "sample_loops")]
 
 
+# The softmax's PTX: ExpF/LogF's fma.rn.f64 (the fusions glibc's FMA build
+# makes, written out), every other operation IEEE-rounded on its own.
+SOFTMAX_KERNEL = "trainer/cuda/softmax_xent.cu"
+SOFTMAX_PTX_ALLOWED = {"mul.rn.f64", "add.rn.f64", "sub.rn.f64", "add.rn.f32", "sub.rn.f32",
+                       "mul.rn.f32", "div.rn.f32"}
+
+
 def case_kernels():
     require_build_tools()
     with tempfile.TemporaryDirectory() as scratch:
+        check_kernel_ptx(SOFTMAX_KERNEL, Path(scratch), {"fma.rn.f64"}, SOFTMAX_PTX_ALLOWED)
         sources = [str(SOURCE / path) for path in KERNEL_SOURCES + CPU_SOURCES]
-        compile_and_run("kernels_check", Path(scratch),
-                        extra_args=["-std=c++17", "--fmad=false",
-                                    "-Xcompiler=-ffp-contract=off,-Wall,-Wextra",
-                                    f"-I{SOURCE}", f"-I{HERE}", *sources, "-lcrypto"])
+        result = compile_and_run("kernels_check", Path(scratch),
+                                 extra_args=["-std=c++17", "--fmad=false",
+                                             "-Xcompiler=-ffp-contract=off,-Wall,-Wextra",
+                                             f"-I{SOURCE}", f"-I{HERE}", *sources, "-lcrypto"])
+        for kernel in ("exp_log", "softmax_xent"):
+            if not re.search(rf"^kernels_check: {kernel}: [1-9]\d* elements, 0 mismatches$", result.stdout,
+                             re.MULTILINE):
+                fail(f"no line saying {kernel}'s elements were compared with 0 mismatches")
     print("PASS")
 
 
@@ -152,21 +166,28 @@ def run_ordered_sgemm_check(kernel_source, scratch, status):
                                        f"-I{SOURCE}", f"-I{HERE}", *sources, "-lgomp"])
 
 
-# The kernel's float instructions in PTX: the chains' fma.rn.f32, IEEE-rounded
-# mul/add, no approximation, no flush to zero, no other multiply-add.
-def check_ordered_sgemm_ptx(scratch):
-    ptx = scratch / "ordered_sgemm.ptx"
+# A kernel source's float arithmetic in PTX (fma, mad, mul, add, sub, div on
+# f32 and f64) must be the `required` kinds and the `allowed` ones alone, with
+# no approximate (ex2.approx, rcp.approx, ...) or flush-to-zero instruction: the
+# device rounds each operation as the source names it, as the host does.
+def check_kernel_ptx(kernel, scratch, required, allowed):
+    ptx = scratch / (Path(kernel).stem + ".ptx")
     result = gpu_sim("nvcc", "-std=c++17", "--fmad=false", "-arch=sm_70", "-O3", "-ptx", f"-I{SOURCE}",
-                     "-o", str(ptx), str(SOURCE / SGEMM_KERNEL), timeout=600)
-    expect(result, 0, f"tools/gpu-sim.sh nvcc -ptx {SGEMM_KERNEL}")
+                     "-o", str(ptx), str(SOURCE / kernel), timeout=600)
+    expect(result, 0, f"tools/gpu-sim.sh nvcc -ptx {kernel}")
     text = ptx.read_text()
-    found = sorted(set(re.findall(r"\b(?:fma|mad|mul|add|sub)\.[a-z0-9.]*f32\b", text)))
-    if "fma.rn.f32" not in found or set(found) - {"fma.rn.f32", "mul.rn.f32", "add.rn.f32"}:
-        fail(f"{SGEMM_KERNEL}'s float arithmetic in PTX is {found}, expected fma.rn.f32, mul.rn.f32 and "
-             "add.rn.f32 alone")
+    found = sorted(set(re.findall(r"\b(?:fma|mad|mul|add|sub|div)\.[a-z0-9.]*f(?:32|64)\b", text)))
+    if set(required) - set(found) or set(found) - set(required) - set(allowed):
+        fail(f"{kernel}'s float arithmetic in PTX is {found}, expected {sorted(required)} "
+             f"and at most {sorted(allowed)}")
     if ".approx" in text or ".ftz" in text:
-        fail(f"{SGEMM_KERNEL}'s PTX has an approximate or flush-to-zero instruction")
-    print(f"PTX: {', '.join(found)}; no .approx, no .ftz")
+        fail(f"{kernel}'s PTX has an approximate or flush-to-zero instruction")
+    print(f"PTX of {kernel}: {', '.join(found)}; no .approx, no .ftz")
+
+
+# The SGEMM's chains: fma.rn.f32, and IEEE-rounded mul/add in its epilogue.
+def check_ordered_sgemm_ptx(scratch):
+    check_kernel_ptx(SGEMM_KERNEL, scratch, {"fma.rn.f32"}, {"mul.rn.f32", "add.rn.f32"})
 
 
 def case_ordered_sgemm():
@@ -203,6 +224,8 @@ def case_fma_bits():
         result = compile_and_run("fma_check", Path(scratch), workdir)
         if not re.search(r"^fma_check: __fmaf_rn chain:\s+0/4096 mismatches", result.stdout, re.MULTILINE):
             fail("no line saying 0/4096 __fmaf_rn chains differ")
+        if not re.search(r"^fma_check: fma.rn.f64 +random triples +0/4096 mismatches", result.stdout, re.MULTILINE):
+            fail("no line saying 0/4096 random fma.rn.f64 triples differ")
         # --workdir is kept, with the configuration and the simulator's files in it.
         if not (workdir / "gpgpusim.config").exists():
             fail(f"{workdir} lacks gpgpusim.config after `run --workdir`")
