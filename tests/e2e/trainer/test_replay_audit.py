@@ -126,16 +126,28 @@ class ReplayAudit(JobTestCase):
         self.assertIn('fingerprint.blas.kernel: "', output)
         self.assertNotIn("PASS", output)
 
-    def test_json_report_shows_the_audit(self):
+    def test_json_and_html_reports_show_the_audit(self):
         run = self.copy_of_genuine()
         rewrite_hash(run, 3, "f" * 64)
-        result = verify(run, "--replay=all", "--json")
+        page = self.scratch / "report.html"
+        result = verify(run, "--replay=all", "--json", f"--html={page}")
         self.assertEqual(result.returncode, 1, result.stderr)
         audit = json.loads(result.stdout)["replay"]
         self.assertEqual((audit["steps_replayed"], audit["run_steps"]), (7, 7))
         self.assertEqual(audit["first_mismatch"]["step"], 3)
         self.assertEqual([s["outcome"] for s in audit["segments"]],
                          ["reproduced", "mismatch", "reproduced", "reproduced"])
+        html = page.read_text()
+        self.assertIn("<h2>Replay audit</h2>", html)
+        self.assertIn("7 of 7 steps recomputed in 4 of 4 segments", html)
+        self.assertIn("first mismatch: <span class=\"mono\">step 3: params_sha256 ", html)
+
+    def test_a_replay_count_or_seed_that_is_not_a_number_is_a_usage_error(self):
+        for options in (["--replay=0"], ["--replay=some"], ["--replay", "--replay-seed", "-1"],
+                        ["--replay-seed", "5"]):
+            with self.subTest(options=options):
+                result = verify(self.genuine, *options)
+                self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
 
 
 class CheckpointKeep(JobTestCase):
