@@ -59,13 +59,21 @@ Result<ResultDoc> ReadResultDoc(const std::string& path) {
 
 Result<TrainOutcome> RunSteps(const std::vector<std::string>& environment, int64_t steps, bool resume,
                               const std::string& dir) {
-  std::vector<std::string> job = environment;
-  DMLP_ASSIGN_OR_RETURN(int port, FreeLocalPort());
-  job.push_back("STEPS=" + std::to_string(steps));
-  job.push_back("OUT_DIR=" + dir);
-  job.push_back("COORDINATOR_PORT=" + std::to_string(port));
-  if (resume) job.push_back("RESUME=1");
-  return RunTrain(TrainBinary(), job, dir + ".log");
+  // The port was free when FreeLocalPort looked; another process may take it
+  // before dmlp-train binds it, which is worth a few more tries, not a verdict.
+  constexpr int kPortTries = 3;
+  Result<TrainOutcome> outcome = Status::Error(kInternal, "not run");
+  for (int attempt = 0; attempt < kPortTries; ++attempt) {
+    std::vector<std::string> job = environment;
+    DMLP_ASSIGN_OR_RETURN(int port, FreeLocalPort());
+    job.push_back("STEPS=" + std::to_string(steps));
+    job.push_back("OUT_DIR=" + dir);
+    job.push_back("COORDINATOR_PORT=" + std::to_string(port));
+    if (resume) job.push_back("RESUME=1");
+    outcome = RunTrain(TrainBinary(), job, dir + ".log");
+    if (!outcome.ok() || outcome->error_line.find(kCoordinatorPortInUse) == std::string::npos) break;
+  }
+  return outcome;
 }
 
 }  // namespace
