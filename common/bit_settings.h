@@ -39,7 +39,7 @@ enum class Setting {
   kCpuGemmOrder, kCpuTransport,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
-  kCpuGemmKernel,
+  kCheckpointKeep, kCpuGemmKernel,
 };
 
 struct SettingRow {
@@ -90,6 +90,8 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kCpuThreads,         "DMLP_CPU_THREADS",          "",                          Bits::kNever,         "fingerprint.blas.threads"},
   {Setting::kImageId,            "DMLP_IMAGE_ID",             "",                          Bits::kNever,         "build.image_id"},  // names a file, not the bits
   {Setting::kNcclVariables,      "NCCL_*",                    "",                          Bits::kWithAllreduce, "fingerprint.nccl_env.*"},  // transports, algorithms
+  // Which checkpoints stay on disk (trainer/output/checkpoint.h); rank 0 alone writes them.
+  {Setting::kCheckpointKeep,     "CHECKPOINT_KEEP",           "",                          Bits::kNever,         ""},
   // Which of dmlp's kernels ran (avx512, avx2, scalar): all give the order's bits.
   {Setting::kCpuGemmKernel,      "DMLP_CPU_GEMM kernel",      "",                          Bits::kNever,         "fingerprint.blas.isa"},
 };

@@ -11,6 +11,7 @@
 #include "common/bit_settings.h"
 #include "common/file_util.h"
 #include "common/float_repr.h"
+#include "common/number_grammar.h"
 #include "common/format/error_codes.h"
 #include "common/quote.h"
 #include "trainer/checks/job_identity.h"
@@ -24,7 +25,7 @@ constexpr const char* kPlanNames[] = {
     "STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR", "PLATFORM",
     "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
     "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
-    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
+    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "CHECKPOINT_KEEP", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
     "DIVERGENCE_CHECK", "AUDIT_EVERY"};
 
 Status Invalid(const std::string& detail) { return Status::Error(kEnvInvalid, detail); }
@@ -117,6 +118,18 @@ Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platfor
   }
   return Choice(env, "COLLECTIVES", "nccl",
                 {std::pair{"nccl", CollectivesKind::kNccl}, std::pair{"gloo", CollectivesKind::kGloo}});
+}
+
+// CHECKPOINT_KEEP: "all", "every:M" (M >= 1) or a count N >= 1 of newest
+// checkpoints, each number in the one grammar (common/number_grammar.h).
+Result<CheckpointKeep> ReadCheckpointKeep(const Environment& env) {
+  DMLP_ASSIGN_OR_RETURN(std::string text, OptionalString(env, "CHECKPOINT_KEEP", "2"));
+  if (text == "all") return CheckpointKeep{CheckpointKeep::Kind::kAll, 0};
+  constexpr std::string_view kEvery = "every:";
+  const bool every = text.rfind(kEvery, 0) == 0;
+  Result<int64_t> count = ParseInteger(every ? text.substr(kEvery.size()) : text, 1, INT32_MAX);
+  if (!count.ok()) return InvalidValue(env, "CHECKPOINT_KEEP", "must be all, every:M or a count N (M, N >= 1)");
+  return CheckpointKeep{every ? CheckpointKeep::Kind::kEvery : CheckpointKeep::Kind::kNewest, *count};
 }
 
 Result<CpuTransport> ReadCpuTransport(const Environment& env, Platform platform) {
@@ -221,6 +234,7 @@ Result<Plan> ReadPlan(const Environment& env) {
                                 std::pair{"allreduce", Reduction::kAllreduce}}));
   DMLP_ASSIGN_OR_RETURN(plan.collectives, ReadCollectives(env, plan.platform));
   DMLP_ASSIGN_OR_RETURN(plan.checkpoint_every, OptionalInteger(env, "CHECKPOINT_EVERY", 0, 0));
+  DMLP_ASSIGN_OR_RETURN(plan.checkpoint_keep, ReadCheckpointKeep(env));
   DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
   plan.resume = resume == 1;
   DMLP_ASSIGN_OR_RETURN(plan.digest_threads, OptionalInteger(env, "DIGEST_THREADS", 0, 1, 64));
@@ -330,6 +344,7 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
       if (plan.platform != Platform::kCpu || plan.cpu_transport == CpuTransport::kAuto) return std::nullopt;
       return CpuTransportName(plan.cpu_transport);
     case Setting::kOutDir:
+    case Setting::kCheckpointKeep:
     case Setting::kCoordinatorPort:
     case Setting::kProcessId:
     case Setting::kDigestThreads:

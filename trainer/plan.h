@@ -33,6 +33,17 @@ const char* CollectivesName(CollectivesKind collectives);
 /// AUDIT_EVERY when unset: the cost stays under 2 % (docs/reliability.md "Shard audit").
 inline constexpr int64_t kDefaultAuditEvery = 200;
 
+/// CHECKPOINT_KEEP: `newest` keeps the newest N (2 by default, which a resume
+/// needs to fall back from a torn newest one); `all` keeps every checkpoint;
+/// `every:M` keeps every M-th (steps that are multiples of M x CHECKPOINT_EVERY)
+/// and the newest two, so that an audit (dmlp-verify --replay) has states to
+/// start from.
+struct CheckpointKeep {
+  enum class Kind { kNewest, kAll, kEvery };
+  Kind kind = Kind::kNewest;
+  int64_t count = 2;  // kNewest: how many; kEvery: M
+};
+
 struct Plan {
   int64_t steps = 0;           // logged steps (receipts)
   int64_t seed = 0;            // 0 .. 2^32-1 (jax.random.key's 32 bits)
@@ -59,6 +70,9 @@ struct Plan {
   // so that several ranks can share a GPU. The CPU platform always uses Gloo.
   CollectivesKind collectives = CollectivesKind::kNccl;
   int64_t checkpoint_every = 0;  // 0: off
+  // CHECKPOINT_KEEP (trainer/output/checkpoint.h): which checkpoints stay on
+  // disk. Never a bit; only rank 0 writes checkpoints, so ranks need not agree.
+  CheckpointKeep checkpoint_keep;
   bool resume = false;
   std::string job_id;          // which job this rank belongs to (job_identity.h); not in the fingerprint
   std::string job_id_source;   // the variable it came from

@@ -1,6 +1,7 @@
 #include "verify/experiment.h"
 
 #include "common/bit_settings.h"
+#include "verify/result_fields.h"
 
 namespace dmlp::verify {
 namespace {
@@ -21,38 +22,15 @@ std::vector<std::string> ExperimentFields() {
   });
 }
 
-// "plan.seed" in the document, or nullptr where it has none.
-const nlohmann::json* FieldOf(const ResultDoc& doc, const std::string& field) {
-  const size_t dot = field.find('.');
-  const std::string section = field.substr(0, dot), key = field.substr(dot + 1);
-  const nlohmann::json& object = section == "plan" ? doc.plan : section == "model" ? doc.model : doc.fingerprint;
-  if (!object.is_object()) return nullptr;
-  auto found = object.find(key);
-  return found == object.end() ? nullptr : &*found;
-}
-
 }  // namespace
 
 std::vector<std::string> ExperimentDifferences(const std::optional<ResultDoc>& golden,
                                                const std::optional<ResultDoc>& run) {
-  std::vector<std::string> differences;
-  if (!golden || !run) return differences;
+  if (!golden || !run) return {};
   // Absence is a difference only between two dmlp runs: the reference writes
   // none of dmlp's additions (plan.data_definition).
   const bool both_dmlp = golden->format == ResultDoc::Format::kDmlp && run->format == ResultDoc::Format::kDmlp;
-  for (const std::string& field : ExperimentFields()) {
-    const nlohmann::json* golden_value = FieldOf(*golden, field);
-    const nlohmann::json* run_value = FieldOf(*run, field);
-    if (golden_value && run_value) {
-      // JSON equality: 0.001 written by Python and by dmlp, 42 and 42.0, are one value.
-      if (*golden_value != *run_value)
-        differences.push_back(field + ": " + golden_value->dump() + " vs " + run_value->dump());
-    } else if ((golden_value || run_value) && both_dmlp) {
-      differences.push_back(field + ": " + (golden_value ? golden_value->dump() : "(absent)") + " vs " +
-                            (run_value ? run_value->dump() : "(absent)"));
-    }
-  }
-  return differences;
+  return ResultFieldDifferences(*golden, *run, ExperimentFields(), both_dmlp);
 }
 
 std::optional<Finding> OtherExperimentFinding(const std::optional<ResultDoc>& golden,

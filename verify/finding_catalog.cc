@@ -82,6 +82,14 @@ const std::vector<CheckInfo> kCatalog = {
     {"against.loss_exceeds", E, "with --tolerance REL: a step's loss differs from GOLDEN's by more than REL relative, or both curves have steps and none in common (first step, how many exceed, and the largest difference reported)"},
     {"against.not_comparable", N, "the runs need not match: plan, build or stack differ (error under --require-comparable, which also refuses runs whose comparability is unknown)"},
     {"against.other_experiment", E, "the runs are two experiments (SEED, BATCH, MICROBATCHES, LEARNING_RATE, FEATURES, WIDTH, LAYERS, CLASSES or the data definition differ), with or without --tolerance: whether one reproduces the other has no answer (info under --allow-different-experiment)"},
+    // --replay (replay_audit.h): the receipts recomputed on this machine.
+    {"replay.not_run", N, "--replay: nothing replayed, because the ordinary checks did not pass (their findings decide the verdict)"},
+    {"replay.checkpoint_invalid", E, "--replay: a kept checkpoint does not hash to its recorded digest, or that digest is not the run's receipt of its step; no segment starts there"},
+    {"replay.not_reproducible", I, "--replay: this machine's dmlp-train cannot give the run's bits (a field of a bits row of common/bit_settings.h differs, e.g. DMLP_CPU_GEMM=blis, or the plan does not run here): nothing replayed"},
+    {"replay.mismatch", E, "--replay: a recomputed receipt (params_sha256, loss) or final digest differs from the run's (REPLAY_MISMATCH: the first step of the segment that differs, and what)"},
+    {"replay.segment_failed", I, "--replay: dmlp-train could not replay a segment here (its error); the segment proves nothing"},
+    {"replay.from_start", N, "--replay: no kept checkpoint, so the one segment replays the whole run from the plan's initial state"},
+    {"replay.coverage", N, "--replay: steps replayed of the run's steps, segments, the seed that repeats the choice, and the chance that the sample missed every wrong segment"},
 };
 
 }  // namespace

@@ -217,6 +217,25 @@ std::string FindingsSection(const FindingSink& findings) {
   return html;
 }
 
+// --replay: what the audit recomputed, segment by segment, and the first step that differs.
+std::string ReplaySection(const std::optional<ReplayAudit>& audit) {
+  if (!audit) return "";
+  std::string html = "<h2>Replay audit</h2>";
+  if (!audit->not_run.empty())
+    return html + "<p id=\"replay\" class=\"mono\">" + HtmlEscape(audit->not_run, 2000) + "</p>";
+  html += "<p id=\"replay\">" + std::to_string(audit->steps_replayed) + " of " + std::to_string(audit->run_steps) +
+          " steps recomputed in " + std::to_string(audit->segments.size()) + " of " +
+          std::to_string(audit->run_segments) + " segments (seed " + std::to_string(audit->seed) + ")" +
+          (audit->first_mismatch_step ? "; first mismatch: <span class=\"mono\">" +
+                                            HtmlEscape(audit->first_mismatch, 2000) + "</span>"
+                                      : std::string()) +
+          "</p><table class=\"run\">";
+  for (const ReplaySegmentOutcome& segment : audit->segments)
+    html += Row("steps " + std::to_string(segment.segment.from + 1) + "&ndash;" + std::to_string(segment.segment.to),
+                segment.outcome + (segment.detail.empty() ? "" : ": " + HtmlEscape(segment.detail, 2000)));
+  return html + "</table>";
+}
+
 }  // namespace
 
 std::string FormatHtmlReport(const Report& report) {
@@ -232,6 +251,7 @@ std::string FormatHtmlReport(const Report& report) {
                      " info &middot; <span class=\"mono\">" + HtmlEscape(run.dir, 400) + "</span>");
   // Pictures first (what a person looks for), then the details they point to.
   html += DivergenceSection(report);
+  html += ReplaySection(report.replay);
   html += LossSection(report);
   html += "<h2>Ranks &times; steps</h2><p class=\"key\"><span style=\"background:#8fd19e\"></span>"
           "agrees with the majority<span style=\"background:#d93025\"></span>differs"

@@ -9,6 +9,7 @@
 
 #include "common/build_info.h"
 #include "common/format/error_codes.h"
+#include "common/number_grammar.h"
 #include "verify/html_report.h"
 #include "verify/loss_tolerance.h"
 #include "verify/report_file.h"
@@ -23,6 +24,7 @@ class HelpFormatter : public CLI::Formatter {
  public:
   std::string make_option_name(const CLI::Option* option, bool is_positional) const override {
     if (!is_positional && option->check_lname("json")) return "--json[=FILE]";
+    if (!is_positional && option->check_lname("replay")) return "--replay[=N|all]";
     return CLI::Formatter::make_option_name(option, is_positional);
   }
 };
@@ -76,6 +78,17 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
                "the HTML report is an extra: when FILE is refused or cannot be written, warn and keep the "
                "verdict's exit code")
       ->needs(html);
+  // `{3}` makes a bare --replay the default sample; --replay=N or --replay=all.
+  std::string replay_value;
+  CLI::Option* replay = app.add_flag("--replay{" + std::to_string(ReplayRequest::kDefaultSegments) + "}",
+                                     replay_value,
+                                     "after the checks pass, recompute N segments between kept checkpoints "
+                                     "(default " + std::to_string(ReplayRequest::kDefaultSegments) +
+                                         ", or all) with dmlp-train here and compare every receipt: --replay[=N|all]");
+  std::string replay_seed;
+  app.add_option("--replay-seed", replay_seed, "with --replay=N: choose the segments from seed S (repeats an audit)")
+      ->type_name("S")
+      ->needs(replay);
   app.add_flag("--list-checks", command.list_checks, "print every check id, severity and meaning, and exit");
   app.add_option("RUN_DIR", command.verify.run_dir, "the run directory to verify");
   app.set_version_flag("--version", VersionText("dmlp-verify"));
@@ -95,6 +108,23 @@ ParseOutcome ParseCommandLine(int argc, const char* const* argv) {
       throw CLI::ValidationError("--against: GOLDEN is empty; name the run directory to compare with");
     if (html->count() > 0 && html_value.empty())
       throw CLI::ValidationError("--html: FILE is empty; name the file to write the page to");
+    if (replay->count() > 0) {
+      ReplayRequest request;
+      if (replay_value == "all") {
+        request.segments.reset();
+      } else {
+        Result<int64_t> count = ParseInteger(replay_value, 1, INT32_MAX);
+        if (!count.ok()) throw CLI::ValidationError("--replay=" + replay_value + ": N " + count.status().detail() +
+                                                    "; give a number of segments or all");
+        request.segments = *count;
+      }
+      if (app.count("--replay-seed") > 0) {
+        Result<int64_t> seed = ParseInteger(replay_seed, 0, INT64_MAX);
+        if (!seed.ok()) throw CLI::ValidationError("--replay-seed: S " + seed.status().detail());
+        request.seed = static_cast<uint64_t>(*seed);
+      }
+      command.verify.replay = request;
+    }
     if (app.count("--tolerance") > 0) {
       Result<double> rel = ParseTolerance(tolerance);
       if (!rel.ok()) throw CLI::ValidationError(rel.status().detail());

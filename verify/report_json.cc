@@ -99,6 +99,29 @@ json AgainstVerdictToJson(const std::optional<AgainstVerdict>& verdict) {
           {"tolerance", LossComparisonToJson(verdict->losses)}};
 }
 
+// The audit of --replay (replay_audit.h), null without it.
+json ReplayToJson(const std::optional<ReplayAudit>& audit) {
+  if (!audit) return nullptr;
+  json segments = json::array();
+  for (const ReplaySegmentOutcome& segment : audit->segments)
+    segments.push_back({{"from_step", segment.segment.from}, {"to_step", segment.segment.to},
+                        {"outcome", segment.outcome}, {"detail", segment.detail}});
+  json mismatch = nullptr;
+  if (audit->first_mismatch_step) mismatch = {{"step", *audit->first_mismatch_step}, {"what", audit->first_mismatch}};
+  return {{"requested", audit->requested},
+          {"seed", audit->seed},
+          {"run_steps", audit->run_steps},
+          {"run_segments", audit->run_segments},
+          {"from_start", audit->from_start},
+          {"not_run", audit->not_run.empty() ? json(nullptr) : json(audit->not_run)},
+          {"segments", std::move(segments)},
+          {"steps_replayed", audit->steps_replayed},
+          {"first_mismatch", std::move(mismatch)},
+          {"miss_chance_at_10_percent_wrong", audit->miss_chance_10},
+          {"miss_chance_at_1_percent_wrong", audit->miss_chance_1},
+          {"replay_seconds", audit->replay_seconds}};
+}
+
 json Skeleton(const VerifyOptions& options) {
   return {{"schema", kReportSchema},
           {"version", DMLP_VERSION},
@@ -137,6 +160,7 @@ json ReportToJson(const Report& report) {
                           {"environments", EnvironmentsToJson(other.environments)}};
   }
   out["against_verdict"] = AgainstVerdictToJson(report.against_verdict);
+  out["replay"] = ReplayToJson(report.replay);
   json findings = json::array();
   for (const Finding& finding : report.findings.kept()) findings.push_back(FindingToJson(finding));
   out["findings"] = std::move(findings);
@@ -155,6 +179,7 @@ json ErrorReportToJson(const VerifyOptions& options, const Status& error) {
   out["environments"] = json::array();
   out["against_run"] = nullptr;
   out["against_verdict"] = nullptr;
+  out["replay"] = nullptr;
   out["findings"] = json::array();
   return out;
 }

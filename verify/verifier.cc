@@ -337,6 +337,10 @@ Result<Report> Verify(const VerifyOptions& options) {
     if (!report.first_divergence) report.first_divergence = report.against->receipts.divergence;
     DMLP_RETURN_IF_ERROR(JudgeAgainst(options, report));
   }
+  // After every ordinary check: an audit replays only a run they passed.
+  if (options.replay) {
+    DMLP_ASSIGN_OR_RETURN(report.replay, AuditByReplay(*options.replay, report.run, report.findings));
+  }
   if (report.findings.errors() > 0) {
     report.verdict = Verdict::kFail;
     report.exit_code = 1;

@@ -22,6 +22,7 @@
 #include "verify/loss_tolerance.h"
 #include "verify/rank_env_check.h"
 #include "verify/receipt_set.h"
+#include "verify/replay_audit.h"
 #include "verify/run_trace.h"
 
 namespace dmlp::verify {
@@ -37,6 +38,7 @@ struct VerifyOptions {
   // change the directory in the middle of a pass as a live job does.
   std::function<void(int)> after_listing;
   std::optional<double> tolerance;     // --tolerance REL: compare the losses within REL, not the bits
+  std::optional<ReplayRequest> replay;  // --replay[=N]: recompute segments with dmlp-train (replay_audit.h)
 };
 
 /// What was found in one run directory.
@@ -69,6 +71,7 @@ struct Report {
   RunReport run;
   std::optional<RunReport> against;  // GOLDEN
   std::optional<AgainstVerdict> against_verdict;  // when both runs have receipts
+  std::optional<ReplayAudit> replay;  // --replay
   FindingSink findings;
   // Within RUN_DIR, else within OTHER_RUN, else between the two runs.
   std::optional<Divergence> first_divergence;

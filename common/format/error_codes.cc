@@ -123,6 +123,8 @@ const std::vector<ErrorCodeRow>& ErrorCodes() {
        "a rank did not reach rank 0 or a barrier in time"},
       {kReplayDiverged, "dmlp-train", 1, kErrorCodesPage,
        "a replay did not reproduce the receipts already written"},
+      {kReplayMismatch, "dmlp-verify", 1, kErrorCodesPage,
+       "dmlp-verify --replay recomputed a step whose receipt or final digests differ from the run's"},
       {kResourceExhausted, "dmlp-train", 1, kErrorCodesPage,
        "out of file descriptors or threads"},
       {kResumeInvalid, "dmlp-train", 1, kErrorCodesPage,

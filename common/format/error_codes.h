@@ -77,6 +77,7 @@ inline constexpr char kRendezvousClosed[] = "RENDEZVOUS_CLOSED";
 inline constexpr char kRendezvousOptionsInvalid[] = "RENDEZVOUS_OPTIONS_INVALID";
 inline constexpr char kRendezvousTimeout[] = "RENDEZVOUS_TIMEOUT";
 inline constexpr char kReplayDiverged[] = "REPLAY_DIVERGED";
+inline constexpr char kReplayMismatch[] = "REPLAY_MISMATCH";
 inline constexpr char kResourceExhausted[] = "RESOURCE_EXHAUSTED";
 inline constexpr char kResumeInvalid[] = "RESUME_INVALID";
 inline constexpr char kResumeReceiptsInvalid[] = "RESUME_RECEIPTS_INVALID";

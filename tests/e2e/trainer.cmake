@@ -12,7 +12,8 @@ foreach(test_case test_cpu_job.CompleteRuns test_cpu_job.Determinism test_cpu_jo
                   test_limits.DescriptorLimit test_limits.ThreadLimit test_rank_streams.Streams
                   test_resume.ResumeSettings test_log_dir.LogDir test_usage_errors.UsageErrors
                   test_user_signals.UserSignals test_out_dir_safety.DanglingLink
-                  test_live_verify.LiveVerify)
+                  test_live_verify.LiveVerify test_replay_audit.ReplayAudit
+                  test_replay_audit.CheckpointKeep)
   string(REPLACE "test_" "" test_name ${test_case})
   add_test(NAME e2e.trainer.${test_name}
            COMMAND ${Python3_EXECUTABLE} -m unittest -v ${test_case}

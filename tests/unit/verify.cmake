@@ -8,6 +8,7 @@ add_executable(verify_test
   ${CMAKE_CURRENT_LIST_DIR}/rank_env_check_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_html_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/line_reader_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/replay_segments_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verify_report_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/result_check_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/verifier_test.cc

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/bit_settings.h"
+#include "common/format/checkpoint_file.h"
 #include "common/format/error_codes.h"
 #include "common/state_digest.h"
 #include "common/state_file.h"
@@ -19,24 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kPrefix[] = "checkpoint-";
-constexpr char kSuffix[] = ".safetensors";
-
 /// Steps of the checkpoint files in OUT_DIR, newest first.
 std::vector<int64_t> CheckpointSteps(const std::string& out_dir) {
   std::vector<int64_t> steps;
   std::error_code error;
-  for (const auto& entry : fs::directory_iterator(out_dir, error)) {
-    const std::string name = entry.path().filename().string();
-    const size_t prefix = sizeof(kPrefix) - 1, suffix = sizeof(kSuffix) - 1;
-    if (name.size() != prefix + 8 + suffix || name.rfind(kPrefix, 0) != 0 ||
-        name.compare(prefix + 8, suffix, kSuffix) != 0)
-      continue;
-    const std::string digits = name.substr(prefix, 8);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    steps.push_back(std::stoll(digits));
-  }
+  for (const auto& entry : fs::directory_iterator(out_dir, error))
+    if (std::optional<int64_t> step = CheckpointStepOfName(entry.path().filename().string()))
+      steps.push_back(*step);
   std::sort(steps.rbegin(), steps.rend());
   return steps;
 }
@@ -73,13 +63,13 @@ std::string DescribeCheckpointDifference(const Plan& plan, const std::string& re
 Result<CheckpointChoice> Examine(const Plan& plan, const StateLayout& layout, int64_t step) {
   CheckpointChoice choice{step, plan.out_dir + "/" + CheckpointFileName(step), {}, {}};
   DMLP_ASSIGN_OR_RETURN(StateFileIndex index, ReadStateFileIndex(choice.path));
-  const std::string recorded = MetadataValue(index, "checkpoint_fingerprint");
+  const std::string recorded = MetadataValue(index, kCheckpointFingerprintKey);
   if (recorded != CheckpointFingerprint(plan))
     return Status::Error(kCheckpointPlanMismatch, choice.path + " was written by another plan: " +
                                                          DescribeCheckpointDifference(plan, recorded));
-  if (MetadataValue(index, "step") != std::to_string(step))
+  if (MetadataValue(index, kCheckpointStepKey) != std::to_string(step))
     return Status::Error(kCheckpointInvalid, choice.path + ": metadata step does not match");
-  choice.params_sha256 = MetadataValue(index, "params_sha256");
+  choice.params_sha256 = MetadataValue(index, kCheckpointDigestKey);
   DMLP_ASSIGN_OR_RETURN(StateDigests digests, DigestStateFile(choice.path));
   if (digests.state != choice.params_sha256)
     return Status::Error(kCheckpointInvalid, choice.path + ": state digest " + digests.state +
@@ -90,13 +80,21 @@ Result<CheckpointChoice> Examine(const Plan& plan, const StateLayout& layout, in
   return choice;
 }
 
-}  // namespace
-
-std::string CheckpointFileName(int64_t step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "%s%08lld%s", kPrefix, static_cast<long long>(step), kSuffix);
-  return name;
+/// Whether CHECKPOINT_KEEP keeps the checkpoint of `step`, the `newness`-th
+/// newest (0: the newest). every:M keeps the newest two as well, which a resume
+/// falls back on.
+bool Kept(const Plan& plan, int64_t step, size_t newness) {
+  const CheckpointKeep& keep = plan.checkpoint_keep;
+  switch (keep.kind) {
+    case CheckpointKeep::Kind::kAll: return true;
+    case CheckpointKeep::Kind::kNewest: return newness < static_cast<size_t>(keep.count);
+    case CheckpointKeep::Kind::kEvery:
+      return newness < 2 || (plan.checkpoint_every > 0 && step % (keep.count * plan.checkpoint_every) == 0);
+  }
+  return true;
 }
+
+}  // namespace
 
 std::string CheckpointFingerprint(const Plan& plan) { return BitsFingerprint(plan); }
 
@@ -104,13 +102,14 @@ Status WriteCheckpoint(const Plan& plan, const StateLayout& layout, int64_t step
                        const uint8_t* image, const std::string& params_sha256) {
   const std::string path = plan.out_dir + "/" + CheckpointFileName(step);
   DMLP_RETURN_IF_ERROR(WriteStateFile(path, layout, image,
-                                      {{"step", std::to_string(step)},
-                                       {"params_sha256", params_sha256},
-                                       {"checkpoint_fingerprint", CheckpointFingerprint(plan)}})
+                                      {{kCheckpointStepKey, std::to_string(step)},
+                                       {kCheckpointDigestKey, params_sha256},
+                                       {kCheckpointFingerprintKey, CheckpointFingerprint(plan)}})
                            .WithContext("checkpoint step " + std::to_string(step)));
-  // Keep the newest two; older ones only once the new one is durable.
+  // Older ones go only once the new one is durable.
   std::vector<int64_t> steps = CheckpointSteps(plan.out_dir);
-  for (size_t i = 2; i < steps.size(); ++i) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (Kept(plan, steps[i], i)) continue;
     const std::string old = plan.out_dir + "/" + CheckpointFileName(steps[i]);
     if (::unlink(old.c_str()) != 0 && errno != ENOENT)
       return Status::Error(kIoError, "remove " + old);

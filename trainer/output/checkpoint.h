@@ -1,11 +1,12 @@
-// defines: CheckpointFileName, CheckpointFingerprint, WriteCheckpoint, CheckpointChoice,
+// defines: CheckpointFingerprint, WriteCheckpoint, CheckpointChoice,
 //          CheckpointAgreement, FindResumeCheckpoint, LoadCheckpoint
 //
 // CHECKPOINT_EVERY=K: after every K-th step rank 0 writes
 // OUT_DIR/checkpoint-<step, 8 digits>.safetensors — the state-file format
 // (common/state_file.h) with metadata step, params_sha256 (the step's receipt
 // digest) and the checkpoint fingerprint — atomically (temporary, fsync,
-// rename, fsync of the directory), then removes all but the newest two.
+// rename, fsync of the directory), then removes those CHECKPOINT_KEEP does not
+// keep (the newest two by default; all; or every M-th: plan.h CheckpointKeep).
 //
 // RESUME=1 takes the newest valid checkpoint. A checkpoint whose bytes do not
 // hash to its recorded digest (torn, corrupted) is skipped with a warning and
@@ -23,14 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "common/format/checkpoint_file.h"  // CheckpointFileName
 #include "common/state_layout.h"
 #include "common/status.h"
 #include "trainer/plan.h"
 
 namespace dmlp {
 
-/// "checkpoint-00000012.safetensors"
-std::string CheckpointFileName(int64_t step);
 /// The plan facts that decide the bits of a state under the plan's REDUCTION
 /// (BitsFingerprint, from the table in common/bit_settings.h): not STEPS (a job
 /// may be extended), the heartbeat, checkpoints or RESUME, and NUM_PROCESSES
@@ -38,7 +38,7 @@ std::string CheckpointFileName(int64_t step);
 /// that divides DATA_SHARDS gives the same receipts).
 std::string CheckpointFingerprint(const Plan& plan);
 
-/// Rank 0: writes the checkpoint of `step` and prunes older ones (keeps two).
+/// Rank 0: writes the checkpoint of `step` and prunes older ones as CHECKPOINT_KEEP says (plan.h).
 Status WriteCheckpoint(const Plan& plan, const StateLayout& layout, int64_t step,
                        const uint8_t* image, const std::string& params_sha256);
 
