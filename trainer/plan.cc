@@ -25,8 +25,8 @@ constexpr const char* kPlanNames[] = {
     "STEPS", "SEED", "BATCH", "MICROBATCHES", "LEARNING_RATE", "OUT_DIR", "PLATFORM",
     "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
     "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
-    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "CHECKPOINT_KEEP", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
-    "DIVERGENCE_CHECK", "AUDIT_EVERY"};
+    "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "CHECKPOINT_KEEP", "RESUME", "DIGEST_THREADS",
+    "COLLECTIVES", "DIVERGENCE_CHECK", "AUDIT_EVERY", "GEMM"};
 
 Status Invalid(const std::string& detail) { return Status::Error(kEnvInvalid, detail); }
 
@@ -102,9 +102,16 @@ Status CrossCheck(const Environment& env, const Plan& plan) {
   if (plan.data_shards % plan.num_processes != 0)
     return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES" +
                    FileSources(env, {"DATA_SHARDS", "NUM_PROCESSES"}));
+  // TF32 is a cuBLAS compute type; the ordered kernel's chain is fp32 only.
   if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.platform != Platform::kCuda)
     return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda" +
                    FileSources(env, {"MATMUL_PRECISION", "PLATFORM"}));
+  if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.gemm != GemmKind::kCublas)
+    return Invalid("MATMUL_PRECISION=tf32 requires GEMM=cublas (GEMM=ordered computes in fp32)" +
+                   FileSources(env, {"MATMUL_PRECISION", "GEMM"}));
+  if (plan.platform == Platform::kCpu && env.Get("GEMM") && plan.cpu_gemm == CpuGemm::kBlis)
+    return Invalid("GEMM=ordered contradicts DMLP_CPU_GEMM=blis (BLIS adds in an order of its own)" +
+                   FileSources(env, {"GEMM", "DMLP_CPU_GEMM"}));
   return Status::Ok();
 }
 
@@ -130,6 +137,19 @@ Result<CheckpointKeep> ReadCheckpointKeep(const Environment& env) {
   Result<int64_t> count = ParseInteger(every ? text.substr(kEvery.size()) : text, 1, INT32_MAX);
   if (!count.ok()) return InvalidValue(env, "CHECKPOINT_KEEP", "must be all, every:M or a count N (M, N >= 1)");
   return CheckpointKeep{every ? CheckpointKeep::Kind::kEvery : CheckpointKeep::Kind::kNewest, *count};
+}
+
+// GEMM chooses the CUDA platform's GEMM. The CPU platform computes dmlp's
+// ordered chains (or BLIS's, DMLP_CPU_GEMM=blis) and has no cuBLAS: GEMM=ordered
+// is accepted there, so one configuration runs on both platforms, and
+// GEMM=cublas is a mistake worth naming.
+Result<GemmKind> ReadGemm(const Environment& env, Platform platform) {
+  DMLP_ASSIGN_OR_RETURN(GemmKind gemm, Choice(env, "GEMM", "ordered",
+                                              {std::pair{"ordered", GemmKind::kOrdered},
+                                               std::pair{"cublas", GemmKind::kCublas}}));
+  if (platform != Platform::kCuda && gemm == GemmKind::kCublas)
+    return SettingError(env, "GEMM", "=cublas requires PLATFORM=cuda (PLATFORM=cpu computes GEMM=ordered)");
+  return gemm;
 }
 
 Result<CpuTransport> ReadCpuTransport(const Environment& env, Platform platform) {
@@ -203,6 +223,7 @@ const char* MatmulPrecisionName(MatmulPrecision precision) {
 const char* CollectivesName(CollectivesKind collectives) {
   return collectives == CollectivesKind::kNccl ? "nccl" : "gloo";
 }
+const char* GemmName(GemmKind gemm) { return gemm == GemmKind::kOrdered ? "ordered" : "cublas"; }
 
 Result<Plan> ReadPlan(const Environment& env) {
   Plan plan;
@@ -233,6 +254,7 @@ Result<Plan> ReadPlan(const Environment& env) {
                                {std::pair{"ordered", Reduction::kOrdered},
                                 std::pair{"allreduce", Reduction::kAllreduce}}));
   DMLP_ASSIGN_OR_RETURN(plan.collectives, ReadCollectives(env, plan.platform));
+  DMLP_ASSIGN_OR_RETURN(plan.gemm, ReadGemm(env, plan.platform));
   DMLP_ASSIGN_OR_RETURN(plan.checkpoint_every, OptionalInteger(env, "CHECKPOINT_EVERY", 0, 0));
   DMLP_ASSIGN_OR_RETURN(plan.checkpoint_keep, ReadCheckpointKeep(env));
   DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
@@ -293,6 +315,15 @@ Result<Environment> LoadConfigFile(const std::string& path) {
 
 namespace {
 
+// The order the plan's GEMMs add in (bit_settings.h's GEMM order): the CPU's
+// choice, or on CUDA the ordered kernel, which obeys the CPU kernels' ORDER
+// RULE and so has their order's name, or cuBLAS with its compute type.
+std::string GemmOrder(const Plan& plan) {
+  if (plan.platform == Platform::kCpu) return CpuGemmOrder(plan.cpu_gemm);
+  if (plan.gemm == GemmKind::kOrdered) return CpuGemmOrder(CpuGemm::kAuto);
+  return std::string("cublas-") + MatmulPrecisionName(plan.matmul_precision);
+}
+
 // A plan setting's value as its fingerprint line gives it (common/bit_settings.h);
 // nullopt: no line. Settings outside the plan rows have none.
 std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
@@ -335,9 +366,7 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
       return std::to_string(plan.audit_every);
     // Ranks and resumes must agree on the order their GEMMs add in; the
     // kernel that follows it (kCpuGemmKernel) is free to differ.
-    case Setting::kCpuGemmOrder:
-      if (plan.platform != Platform::kCpu) return std::nullopt;
-      return CpuGemmOrder(plan.cpu_gemm);
+    case Setting::kGemmOrder: return GemmOrder(plan);
     // Ranks must agree (tcp and shm would wait for each other on different
     // transports); a line only when not the default. Never a bit.
     case Setting::kCpuTransport:
@@ -352,6 +381,10 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kImageId:
     case Setting::kNcclVariables:
     case Setting::kCpuGemmKernel:
+    case Setting::kGemm:
+    case Setting::kCublas:
+    case Setting::kDevice:
+    case Setting::kNcclLibrary:
       return std::nullopt;
   }
   return std::nullopt;
@@ -379,7 +412,10 @@ std::string PlanFingerprint(const Plan& plan) {
 
 std::string BitsFingerprint(const Plan& plan) {
   const bool allreduce = plan.reduction == Reduction::kAllreduce;
-  return FingerprintOf(plan, [allreduce](const SettingRow& row) { return DecidesBits(row.bits, allreduce); });
+  const bool cublas = plan.gemm == GemmKind::kCublas;
+  return FingerprintOf(plan, [allreduce, cublas](const SettingRow& row) {
+    return DecidesBits(row.bits, allreduce, cublas);
+  });
 }
 
 nlohmann::json PlanDocument(const Plan& plan) {
@@ -394,8 +430,12 @@ nlohmann::json PlanDocument(const Plan& plan) {
           {"matmul_precision", MatmulPrecisionName(plan.matmul_precision)},
           {"reduction", ReductionName(plan.reduction)},
           {"checkpoint_every", plan.checkpoint_every},
-          {"data_definition", kDataDefinitionId}};
-  if (plan.platform == Platform::kCuda) document["collectives"] = CollectivesName(plan.collectives);
+          {"data_definition", kDataDefinitionId},
+          {"gemm_order", GemmOrder(plan)}};
+  if (plan.platform == Platform::kCuda) {
+    document["collectives"] = CollectivesName(plan.collectives);
+    document["gemm"] = GemmName(plan.gemm);
+  }
   return document;
 }
 

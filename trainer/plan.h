@@ -1,4 +1,4 @@
-// defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, ReadPlan, LoadConfigFile,
+// defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, GemmKind, ReadPlan, LoadConfigFile,
 //          PlanFingerprint, BitsFingerprint, PlanDocument
 //
 // One rank's configuration, read strictly from the environment (docs/configuration.md), optionally under a YAML file whose lower-case keys supply
@@ -24,11 +24,13 @@ enum class Platform { kCpu, kCuda };
 enum class Reduction { kOrdered, kAllreduce };
 enum class MatmulPrecision { kFp32, kTf32 };
 enum class CollectivesKind { kNccl, kGloo };
+enum class GemmKind { kOrdered, kCublas };
 
 const char* PlatformName(Platform platform);
 const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
 const char* CollectivesName(CollectivesKind collectives);
+const char* GemmName(GemmKind gemm);
 
 /// AUDIT_EVERY when unset: the cost stays under 2 % (docs/reliability.md "Shard audit").
 inline constexpr int64_t kDefaultAuditEvery = 200;
@@ -69,6 +71,11 @@ struct Plan {
   // PLATFORM=cuda only (COLLECTIVES): NCCL, or Gloo staged through host memory
   // so that several ranks can share a GPU. The CPU platform always uses Gloo.
   CollectivesKind collectives = CollectivesKind::kNccl;
+  // GEMM: dmlp's ordered SGEMM, whose every element is the CPU platform's FMA
+  // chain (trainer/cpu/ordered_sgemm.h's ORDER RULE) on any GPU, or cuBLAS,
+  // faster but with an order of its own. The CPU platform always computes
+  // `ordered` (or BLIS's order with DMLP_CPU_GEMM=blis).
+  GemmKind gemm = GemmKind::kOrdered;
   int64_t checkpoint_every = 0;  // 0: off
   // CHECKPOINT_KEEP (trainer/output/checkpoint.h): which checkpoints stay on
   // disk. Never a bit; only rank 0 writes checkpoints, so ranks need not agree.
@@ -89,7 +96,7 @@ struct Plan {
   // byte of any file, so it is not in result.json.
   int64_t audit_every = kDefaultAuditEvery;
   // DMLP_CPU_GEMM (trainer/cpu_gemm_choice.h), PLATFORM=cpu: which GEMM; its order is
-  // in PlanFingerprint (ranks must add alike), the kernel is not.
+  // in PlanFingerprint as the GEMM order (ranks must add alike), the kernel is not.
   CpuGemm cpu_gemm = CpuGemm::kAuto;
   // DMLP_CPU_TRANSPORT (trainer/cpu/collectives_shm.h), PLATFORM=cpu: how the
   // ranks move bytes; never a bit. In PlanFingerprint when not auto.
@@ -111,7 +118,8 @@ Result<Environment> LoadConfigFile(const std::string& path);
 /// every plan row of common/bit_settings.h.
 std::string PlanFingerprint(const Plan& plan);
 /// The lines of PlanFingerprint that decide the receipts' bits under the plan's
-/// REDUCTION (bit_settings.h): what a checkpoint must share with the run that resumes it.
+/// REDUCTION and GEMM (bit_settings.h): what a checkpoint must share with the run
+/// that resumes it, whichever platform wrote it.
 std::string BitsFingerprint(const Plan& plan);
 /// The `plan` object of result.json.
 nlohmann::json PlanDocument(const Plan& plan);
