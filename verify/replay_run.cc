@@ -50,6 +50,12 @@ bool Allreduce(const ResultDoc& run) {
   return reduction != nullptr && *reduction == "allreduce";
 }
 
+// A cuBLAS run's bits also depend on the GPU and the library (Bits::kWithCublas).
+bool Cublas(const ResultDoc& run) {
+  const nlohmann::json* gemm = ResultField(run, "plan.gemm");
+  return gemm != nullptr && *gemm == "cublas";
+}
+
 Result<ResultDoc> ReadResultDoc(const std::string& path) {
   DMLP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   ResultParse parse = ParseResultJson(text);
@@ -111,9 +117,9 @@ std::vector<std::string> ReplayEnvironment(const ResultDoc& run) {
                                           "HEARTBEAT_TIMEOUT_SECONDS=60"};
   for (const char* kept : {"PATH", "TMPDIR", "HOME", "DMLP_CPU_THREADS"})
     if (const char* value = std::getenv(kept)) environment.push_back(std::string(kept) + "=" + value);
-  const bool allreduce = Allreduce(run);
+  const bool allreduce = Allreduce(run), cublas = Cublas(run);
   for (const SettingRow& row : kSettings) {
-    if (!DecidesBits(row.bits, allreduce) || !IsVariableName(row.name) || OwnedByReplay(row.name)) continue;
+    if (!DecidesBits(row.bits, allreduce, cublas) || !IsVariableName(row.name) || OwnedByReplay(row.name)) continue;
     const std::string_view fields = row.result_fields;
     const nlohmann::json* value = ResultField(run, fields.substr(0, fields.find(' ')));
     if (value != nullptr && !value->is_object()) environment.push_back(std::string(row.name) + "=" + SettingText(*value));
@@ -127,9 +133,10 @@ Result<std::string> ProbeBits(const ResultDoc& run, const std::vector<std::strin
   if (!probe.ok)
     return "dmlp-train cannot run the plan here (" + probe.how_it_ended + "): " + probe.error_line;
   DMLP_ASSIGN_OR_RETURN(ResultDoc here, ReadResultDoc(dir + "/" + kResultFile));
-  const bool allreduce = Allreduce(run);
+  const bool allreduce = Allreduce(run), cublas = Cublas(run);
   const std::vector<std::string> differences = ResultFieldDifferences(
-      run, here, ResultFieldsOf([allreduce](const SettingRow& row) { return DecidesBits(row.bits, allreduce); }),
+      run, here,
+      ResultFieldsOf([allreduce, cublas](const SettingRow& row) { return DecidesBits(row.bits, allreduce, cublas); }),
       true);
   std::string why;
   for (const std::string& difference : differences) why += (why.empty() ? "" : "; ") + difference;
