@@ -1,6 +1,6 @@
 # The CUDA platform (dmlp_trainer_cuda). Every GPU test skips itself
 # (GTEST_SKIP) without a GPU; tests/gpu/run_gpu_checks.sh runs them on one.
-# The no-GPU tests (CudaDevice.NoGpu*, CudaCheck.*) run everywhere.
+# The no-GPU tests (*.NoGpu*, which skip where a GPU is; CudaCheck.*) run everywhere.
 # Host-side C++ (.cc): the kernels are reached through their launchers.
 if(DMLP_HAVE_CUDA)
   add_executable(cuda_test
@@ -13,6 +13,7 @@ if(DMLP_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/cuda_mlp_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_version_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_ordered_sgemm_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_phase_profile_test.cc
   )
   # dmlp_trainer_core: the CPU backend and FoldShardsInOrder, the references.
   target_link_libraries(cuda_test PRIVATE dmlp_trainer_cuda dmlp_trainer_core dmlp_trainer_cpu
