@@ -51,4 +51,13 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(e2e.gpu.ChecksWithoutGpu PROPERTIES
     ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
     TIMEOUT 300 LABELS "e2e")
+  # Every row of the kit can pass and can fail: each against stand-ins for the
+  # kit's programs on a GPU machine, with and without a planted fault; and the
+  # one name pattern of the unit tests that skip where a GPU is.
+  add_test(NAME e2e.gpu.KitRows
+           COMMAND ${Python3_EXECUTABLE} -m unittest -v kit_rows_test
+           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/gpu)
+  set_tests_properties(e2e.gpu.KitRows PROPERTIES
+    ENVIRONMENT "DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+    TIMEOUT 300 LABELS "e2e")
 endif()

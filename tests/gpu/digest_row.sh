@@ -17,7 +17,9 @@ bin="$1" out="$2" limit="$3"
 
 # The mode the row runs, not an option that merely exists: --digest-threads
 # takes a value and measured nothing of its own.
-if ! "$bin/gpu_bench" --help 2>&1 | grep -q -- '--digest-sweep'; then
+# grep reads the whole help (not -q): a grep that stops at its match can end
+# the writer with SIGPIPE, and pipefail would read that as no sweep.
+if ! "$bin/gpu_bench" --help 2>&1 | grep -- '--digest-sweep' >/dev/null; then
   echo "SKIP gpu_bench has no --digest-sweep (a kit built before the digest sweep)"
   exit 0
 fi
