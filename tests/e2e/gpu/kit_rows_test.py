@@ -110,6 +110,13 @@ class KitRows(unittest.TestCase):
         records = self.run_row("freeze1", "", {"KIT_STANDIN_RANK_SECONDS": "3"})
         self.assertEqual(records[0][1], "SKIP", records)
         self.assertIn("STEPS=30", records[0][2])  # 2 steps/s x 15 s: by time, not a fixed count
+        records = self.run_row("freeze1", "lock-times-out", {"KIT_STANDIN_RANK_SECONDS": "3"})
+        self.assertEqual(records[0][1], "SKIP", records)
+        self.assertIn("cuda_freeze freeze refused: cuda_freeze: error: FREEZE_FAILED", records[0][2])
+        # A job that logged all its steps before the dump was not frozen mid-run: the row's own fault shown.
+        records = self.run_row("freeze1", "freeze-works", {"KIT_STANDIN_RANK_SECONDS": "3"})
+        self.assertEqual(records[0][1], "FAIL", records)
+        self.assertIn("the job finished before it was frozen (step 30 of 30)", records[0][2])
 
     def test_a_row_can_cite_its_seconds(self):
         self.run_row("draws", "", {})

@@ -13,6 +13,8 @@ fault that one row exists to catch:
   draws-differ      dmlp_draws --platform cuda writes other samples
   bench-fails       gpu_bench exits 1 with an error
   fidelity-differs  the jax side finds dmlp's draws differ (fidelity_jax.py's exit 4)
+  freeze-works      cuda_freeze locks and checkpoints (the stand-in's default: no driver API)
+  lock-times-out    cuda_freeze's lock fails (a tool's refusal, not dmlp's fault)
 """
 
 import os
@@ -119,7 +121,11 @@ esac
 '''
 
 CUDA_FREEZE = r'''#!/bin/sh
-# Stand-in cuda_freeze: the driver's checkpoint API is missing.
+# Stand-in cuda_freeze: the driver's checkpoint API is missing, unless planted.
+case ",$KIT_PLANT," in
+  *,freeze-works,*) exit 0 ;;
+  *,lock-times-out,*) [ "$1" = freeze ] && { echo "cuda_freeze: error: FREEZE_FAILED: lock timed out" >&2; exit 1; }; exit 0 ;;
+esac
 echo "cuda_freeze: error: FREEZE_UNSUPPORTED: planted stand-in" >&2
 exit 3
 '''
