@@ -60,6 +60,9 @@ struct BenchOptions {
   int64_t digest_threads = 0;  // 0: the trainer's default for this host, one rank
   bool digest_sweep = false;   // only the digest, against K (see the top)
   bool ordered_gemm = false;   // only the ordered SGEMM beside cuBLAS (OrderedGemmFigures)
+  // The jobs' GEMM (GEMM=): cublas by default, so that the update is compared
+  // with the cuBLAS floor it can reach; tf32 is cuBLAS's alone.
+  std::string gemm = "cublas";
 };
 
 void Print(const std::string& precision, const char* name, double value) {
@@ -302,6 +305,8 @@ Result<BenchJob> StartJob(const BenchOptions& options, MatmulPrecision precision
   plan.model = options.model;
   plan.data_shards = options.data_shards;
   plan.matmul_precision = precision;
+  plan.gemm = options.gemm == "ordered" && precision == MatmulPrecision::kFp32 ? GemmKind::kOrdered
+                                                                              : GemmKind::kCublas;
   plan.digest_threads = options.digest_threads;
 
   RendezvousOptions rendezvous_options;
@@ -361,6 +366,7 @@ Status BenchPrecision(const BenchOptions& options, MatmulPrecision precision_val
   for (const char* phase : {"data", "compute", "collectives", "optimizer"})
     Print(precision, (std::string("update_") + phase + "_ms").c_str(),
           (after[phase].get<double>() - before[phase].get<double>()) / updates * 1e3);
+  std::printf("%s.gemm=%s\n", precision.c_str(), GemmName(plan.gemm));
   Print(precision, "step_ms", plain * 1e3);
   Print(precision, "step_with_digest_ms", digested * 1e3);
   Print(precision, "digest_overhead_pct", (digested / plain - 1) * 100);
@@ -441,6 +447,8 @@ int Main(int argc, char** argv) {
   app.add_option("--precision", options.precision)->check(CLI::IsMember({"fp32", "tf32", "both"}));
   app.add_flag("--digest-sweep", options.digest_sweep,
                "only the digest: K = 1, 2, 4, 8 on the host (1 and 8 pipelines) and on the GPU step");
+  app.add_option("--gemm", options.gemm, "the jobs' GEMM (tf32: always cublas)")
+      ->check(CLI::IsMember({"ordered", "cublas"}));
   app.add_flag("--ordered-gemm", options.ordered_gemm,
                "only dmlp's ordered SGEMM beside cuBLAS fp32 and tf32 at the update's shapes");
   CLI11_PARSE(app, argc, argv);

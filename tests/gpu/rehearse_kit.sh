@@ -251,7 +251,7 @@ in_root env DMLP_SOURCE_DIR=/kit PATH="$kit_python/bin:/usr/sbin:/usr/bin:/sbin:
   PYTHONDONTWRITEBYTECODE=1 sh -c 'cd /kit-rows && timeout -k 5 300 python3 -m unittest -v kit_rows_test.KitRows' \
   >"$root/out-kit-rows.console" 2>&1 || rc=$?
 check "every row passes and fails (stand-ins)" "$([ "$rc" -eq 0 ] && echo 0 || echo 1)" \
-  "rc=$rc: $(grep -E '^(Ran|OK|FAILED)|FAIL:' "$root/out-kit-rows.console" | tr '\n' ' ' | cut -c1-300)"
+  "rc=$rc: $(grep -E '^(Ran|OK|FAILED)|FAIL:|Error' "$root/out-kit-rows.console" | tr '\n' ' ' | cut -c1-300)"
 
 # ---- 4. the freeze row, CPU half ----------------------------------------------
 # The root has no python3 (the port comes from here) and no ps (the row reads /proc).

@@ -37,8 +37,17 @@ if "nondeterministic" in plant:
     salt += str(random.random())
 if "ranks-bytes" in plant:
     salt += str(ranks)
+# Ranks that live a while (KIT_STANDIN_RANK_SECONDS), as dmlp-train processes
+# under the launcher, started before any receipt as the real launcher does:
+# what the freeze row looks for before it freezes them.
+ranks_alive = []
+if os.environ.get("KIT_STANDIN_RANK_SECONDS"):
+    import subprocess
+    rank_program = os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "dmlp-train")
+    ranks_alive = [subprocess.Popen([rank_program, os.environ["KIT_STANDIN_RANK_SECONDS"]]) for _ in range(ranks)]
 os.makedirs(out)
-losses = [2.3 - 0.01 * step * (1.01 if platform == "cuda" and "cuda-loss" in plant else 1) for step in range(1, steps + 1)]
+off = 1.01 if platform == "cuda" and "cuda-loss" in plant else 1
+losses = [(2.3 - 0.01 * step) * off for step in range(1, steps + 1)]
 digest = lambda step: hashlib.sha256(("%s %d" % (salt, step)).encode()).hexdigest()
 for rank in range(ranks):
     with open(os.path.join(out, "rank-%d.jsonl" % rank), "w") as stream:
@@ -56,14 +65,8 @@ with open(os.path.join(out, "result.json"), "w") as stream:
                "final_opt_state_sha256": digest(-steps), "params_sha256": digest(0), "platform": platform}, stream)
 for step in range(1, steps + 1):
     print("METRIC step=%d" % step, flush=True)
-# Ranks that live a while (KIT_STANDIN_RANK_SECONDS), as dmlp-train processes
-# under the launcher: what the freeze row looks for before it freezes them.
-seconds = os.environ.get("KIT_STANDIN_RANK_SECONDS")
-if seconds:
-    import subprocess
-    rank = os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "dmlp-train")
-    for child in [subprocess.Popen([rank, seconds]) for _ in range(ranks)]:
-        child.wait()
+for child in ranks_alive:
+    child.wait()
 '''
 
 VERIFY = r'''#!/bin/sh
