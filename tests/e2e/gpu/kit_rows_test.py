@@ -119,6 +119,12 @@ class KitRows(unittest.TestCase):
         self.assertEqual(records[0][1], "FAIL", records)
         self.assertIn("the job finished before it was frozen (step 30 of 30)", records[0][2])
 
+    def test_a_skipped_reference_costs_no_budget(self):
+        rows, unknown = gpu_check_plan.chosen_rows({"GPU_CHECK_SKIP_REFERENCE": "1"})
+        self.assertEqual((rows[-1][0], rows[-1][2], unknown), ("reference", 0, []))
+        rows, _ = gpu_check_plan.chosen_rows({})
+        self.assertEqual((rows[-1][0], rows[-1][2]), ("reference", 60))
+
     def test_a_row_can_cite_its_seconds(self):
         self.run_row("draws", "", {})
         table = (Path(os.environ["OUT"]) / "gpu-checks-table.txt").read_text().splitlines()
