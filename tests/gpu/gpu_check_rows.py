@@ -1,7 +1,7 @@
-"""The rows a GPU is needed for, in the order they run: the unit tests, the
-receipts, the CPU against CUDA, several ranks on one GPU, speed and the
-digest, the fidelity to jax and the reference JAX job, and last the freeze
-rows, so that a run cut off loses only those.
+"""The rows a GPU is needed for: the unit tests, the receipts, the CPU against
+cuBLAS, several ranks on one GPU, speed and the digest, the fidelity to jax and
+the reference JAX job, and the freeze rows. gpu_check_plan.py orders them and
+gives each its estimated seconds.
 
 Standard library only, Python 3.8 or newer, as all of the runner.
 """
@@ -15,33 +15,49 @@ from gpu_check_run import (PRECISIONS, REPO, SCRIPT_DIR, TOLERANCE, first_field,
                            output_of, progress, read_text, run_logged, steps_per_second)
 
 
-# ---- 2. GPU unit tests ------------------------------------------------------
+# ---- GPU unit tests ------------------------------------------------------------
+# The one name pattern of the tests that need no GPU and skip where one is
+# (GTEST_SKIP when a device is visible): every other skip on a GPU is a FAIL.
+# tests/e2e/gpu/kit_rows_test.py holds cuda_test's sources to it.
+GPU_ABSENT_TESTS = "*.NoGpu*"
+
+
+def skipped_tests(text):
+    """The names gtest lists after '[  SKIPPED ]', without its summary line."""
+    return re.findall(r"^\[  SKIPPED \] (\S+\.\S+)", text, re.M)
+
+
 def row_unit_tests(checks):
-    """cuda_test; the two no-GPU tests skip by design where there is a GPU, every other skip fails."""
+    """cuda_test without the tests that need no GPU; any skip is a FAIL, and every skip is named."""
     log = checks.path("cuda_test.log")
+    # DMLP_GPU_KIT: the kit's programs meet the device's NCCL, which no kit job needs to match.
+    environment = dict(os.environ, DMLP_GPU_KIT="1" if checks.kit else "0")
     status = run_logged(["timeout", "-k", "5", checks.job_timeout, os.path.join(checks.bin, "cuda_test"),
-                         "--gtest_filter=-CudaDevice.NoGpu*"], log, status=True)
+                         "--gtest_filter=-" + GPU_ABSENT_TESTS], log, env=environment, status=True)
     text = read_text(log)
     passed = re.search(r"^\[  PASSED  \] (\d*) test", text, re.M)
-    skipped = re.search(r"^\[  SKIPPED \] (\d*) test", text, re.M)
-    if status == 0 and not (skipped and skipped.group(1)):
-        checks.record("unit tests", "PASS", "%s passed" % ((passed and passed.group(1)) or "0"))
+    skipped = sorted(set(skipped_tests(text)))
+    checks.note("skipped gtests (cuda_test, filter -%s): %s" % (GPU_ABSENT_TESTS, " ".join(skipped) or "none"))
+    nccl = re.search(r"^nccl: (.*)$", text, re.M)
+    if status == 0 and passed and not skipped:
+        checks.record("unit tests", "PASS", "%s passed%s" % (passed.group(1), "; " + nccl.group(1) if nccl else ""))
     else:
-        interesting = [line for line in text.splitlines()
-                       if re.search(r"^\[  (FAILED|SKIPPED) \]|Failure|error", line)]
+        interesting = [line for line in text.splitlines() if re.search(r"^\[  FAILED  \]|Failure|error", line)]
         progress("\n".join(interesting[:20]))
-        checks.record("unit tests", "FAIL", "rc=%d, %s skipped; see %s"
-                      % (status, (skipped and skipped.group(1)) or "0", log))
+        checks.record("unit tests", "FAIL", "rc=%d%s; see cuda_test.log" % (
+            status, "; skipped: " + " ".join(skipped) if skipped else ""))
 
 
-# ---- 3. 1-rank jobs ---------------------------------------------------------
+# ---- 1-rank jobs ----------------------------------------------------------------
 def rows_receipts(checks):
     """Each precision's job twice: byte-identical receipts, dmlp-verify PASS."""
     for precision in PRECISIONS:
         ok, detail = True, ""
         names = ["cuda-%s-%s" % (precision, run) for run in "ab"]
         for name in names:
-            if checks.run_job(name, "cuda", precision, checks.steps) != 0:
+            # tf32 is cuBLAS's (GEMM=ordered computes in fp32 and refuses it).
+            extra = ("GEMM=cublas",) if precision == "tf32" else ()
+            if checks.run_job(name, "cuda", precision, checks.steps, extra=extra) != 0:
                 ok, detail = False, "job %s failed: %s" % (name, last_error(checks.path(name + ".stderr")))
                 break
             if not checks.verify(checks.path(name)):
@@ -60,27 +76,29 @@ def rows_receipts(checks):
         checks.record("receipts " + precision, "PASS" if ok else "FAIL", detail)
 
 
-def rows_cpu_vs_cuda(checks):
-    """The same job for a few steps on PLATFORM=cpu: losses within the tolerance per precision."""
+def rows_cpu_vs_cublas(checks):
+    """GEMM=cublas against PLATFORM=cpu, which share no summation order: the
+    per-step losses of GPU_CHECK_CPU_STEPS steps within the tolerance per
+    precision (run_gpu_checks.sh says how it was measured)."""
     if checks.run_job("cpu-fp32", "cpu", "fp32", checks.cpu_steps) != 0:
         checks.record("cpu job", "FAIL", last_error(checks.path("cpu-fp32.stderr")))
         return
     if not checks.verify(checks.path("cpu-fp32")):
         checks.record("cpu job", "FAIL", "dmlp-verify cpu-fp32 not PASS")
     for precision in PRECISIONS:
-        cuda_receipts = checks.path("cuda-%s-a/rank-0.jsonl" % precision)
-        if not os.path.isfile(cuda_receipts):
-            checks.record("cpu vs cuda " + precision, "FAIL", "no CUDA receipts")
+        check, name = "cpu vs cublas " + precision, "cublas-" + precision
+        if checks.run_job(name, "cuda", precision, checks.cpu_steps, extra=("GEMM=cublas",)) != 0:
+            checks.record(check, "FAIL", "job %s failed: %s" % (name, last_error(checks.path(name + ".stderr"))))
             continue
         with open(checks.path("compare.log"), "a") as log:
             status, comparison = output_of(
-                [sys.executable, os.path.join(SCRIPT_DIR, "compare_losses.py"), cuda_receipts,
-                 checks.path("cpu-fp32/rank-0.jsonl"), checks.cpu_steps, TOLERANCE[precision]], stderr=log)
-        checks.record("cpu vs cuda " + precision, "PASS" if status == 0 else "FAIL",
-                      "%s (tol %s)" % (comparison, TOLERANCE[precision]))
+                [sys.executable, os.path.join(SCRIPT_DIR, "compare_losses.py"), checks.path(name + "/rank-0.jsonl"),
+                 checks.path("cpu-fp32/rank-0.jsonl"), checks.cpu_steps, *TOLERANCE[precision]], stderr=log)
+        checks.record(check, "PASS" if status == 0 else "FAIL", "%s (tol %s, step 1 %s)" % (
+            comparison, *TOLERANCE[precision]))
 
 
-# ---- 4. several ranks on the one GPU ------------------------------------------
+# ---- several ranks on the one GPU ------------------------------------------------
 def row_ranks_on_one_gpu(checks):
     """NCCL refuses two ranks on one device; COLLECTIVES=gloo stages the slices
     through host memory instead, and with DATA_SHARDS fixed the bytes must not
@@ -113,7 +131,7 @@ def row_ranks_on_one_gpu(checks):
     checks.record(check, "PASS" if ok else "FAIL", detail)
 
 
-# ---- 5. benchmark and the digest's threads -------------------------------------
+# ---- benchmark and the digest's threads -------------------------------------------
 def rows_speed(checks):
     """gpu_bench: the update against the cuBLAS floor (goal <= 1.3x, never a failure) and the digest's figures."""
     output, errors = checks.path("gpu_bench.out"), checks.path("gpu_bench.err")
@@ -139,6 +157,24 @@ def rows_speed(checks):
                      value("fp32", "sha256_gb_per_s"), value("fp32", "digest_overhead_pct")))
 
 
+def row_ordered_gemm(checks):
+    """gpu_bench --ordered-gemm: dmlp's ordered SGEMM (GEMM=ordered) beside cuBLAS
+    fp32 and tf32 at the update's shapes. Figures, no goal: PASS when they were
+    measured, FAIL when the benchmark fails or prints no total."""
+    output = checks.path("ordered_gemm.out")
+    status = run_logged(["timeout", "-k", "5", checks.job_timeout, os.path.join(checks.bin, "gpu_bench"),
+                         "--ordered-gemm"], output, status=True)
+    total = first_field(read_text(output), "ordered_gemm_total ")
+    if status != 0 or not total:
+        checks.record("ordered gemm", "FAIL", "rc=%d: %s" % (status, last_error(output)))
+        return
+    fields = dict(field.split("=", 1) for field in total.split() if "=" in field)
+    checks.record("ordered gemm", "PASS", "update's GEMMs: ordered %s ms (%s GFLOP/s) = %sx cuBLAS fp32 %s ms; "
+                  "tf32 %s ms; FP32 floor %s ms (per-GEMM lines: ordered_gemm.out)" % (
+                      fields.get("ordered_ms"), fields.get("ordered_gflops"), fields.get("ratio_to_cublas_fp32"),
+                      fields.get("cublas_fp32_ms"), fields.get("cublas_tf32_ms"), fields.get("floor_ms")))
+
+
 def row_digest_threads(checks):
     """Digest throughput against its thread count K, one pipeline and 8 at once
     (the target runs 8 ranks per host), and the GPU step with/without it."""
@@ -147,7 +183,7 @@ def row_digest_threads(checks):
     checks.record("digest threads", status, detail)
 
 
-# ---- 6. the reference's samples and init, and the reference JAX job -------------
+# ---- the reference's samples and init, and the reference JAX job -------------------
 def row_fidelity(checks):
     """dmlp's draws on this GPU must be jax's CPU bits; jax's own GPU bits
     against its CPU's are reported (fidelity_row.sh)."""
@@ -194,32 +230,54 @@ def rows_versus_jax(checks):
                       "dmlp %s steps/s, JAX %s steps/s (%sx)" % (dmlp, jax, speedup))
 
 
-# ---- 7. frozen and restored; last, so a run cut off loses only these --------------
-FREEZE_JOBS = (("1 rank", ("1",)), ("2 ranks gloo", ("2", "COLLECTIVES=gloo", "DATA_SHARDS=2")))
+# ---- frozen and restored -----------------------------------------------------------
+# The frozen job must outlive the freeze: its steps come from its rate (the
+# receipts row's, else a short calibration job), so that it runs about
+# FREEZE_JOB_SECONDS whatever the GPU; never fewer than FREEZE_MIN_STEPS.
+FREEZE_JOB_SECONDS = 15
+FREEZE_MIN_STEPS = 20
+FREEZE_MICROBATCHES = "8"
 
 
-def rows_freeze(checks):
-    """A 1-rank job and a 2-rank gloo job on the one GPU: CUDA checkpoint, CRIU
-    dump of the whole job, down longer than its heartbeat, CRIU restore, CUDA
-    restore (tests/gpu/freeze_row.sh). CRIU comes with the kit (make_kit.sh:
-    criu/); without a kit, tools/criu.sh bundles one the same way
-    (DMLP_CRIU_DIR to reuse one)."""
+def freeze_steps(checks):
+    """STEPS for a frozen job of about FREEZE_JOB_SECONDS at this GPU's rate."""
+    rate = leading_number(checks.job_steps_per_s.get("fp32", ""))
+    if rate <= 0:
+        checks.run_job("freeze-calibration", "cuda", "fp32", 4)
+        rate = leading_number(steps_per_second(checks.path("freeze-calibration.stdout")))
+        checks.job_steps_per_s.setdefault("fp32", "%.3f" % rate if rate > 0 else "n/a")
+    return max(FREEZE_MIN_STEPS, int(rate * FREEZE_JOB_SECONDS + 0.5))
+
+
+def criu_folder(checks):
+    """The kit's criu/; without a kit, tools/criu.sh bundles one the same way (DMLP_CRIU_DIR to reuse one)."""
     if checks.kit:
-        criu_dir = os.path.join(checks.kit, "criu")
-    else:
-        criu_dir = os.environ.get("DMLP_CRIU_DIR") or checks.path("criu")
-        helper = os.path.join(REPO, "tools", "criu.sh")
-        if not os.access(os.path.join(criu_dir, "criu"), os.X_OK) and os.access(helper, os.X_OK):
-            sys.stderr.flush()
-            subprocess.run([helper, "--bundle", criu_dir], stdout=sys.stderr)
-    for check, (ranks, *settings) in FREEZE_JOBS:
-        environment = dict(os.environ, FREEZE_ROW_PORT=checks.take_port(), FREEZE_ROW_TIMEOUT=checks.job_timeout)
-        with open(checks.path("freeze.log"), "a") as log:
-            status, detail = checks.row_script("freeze_row.sh", checks.bin, criu_dir, checks.path("freeze"),
-                                               "cuda-" + ranks, ranks, "cuda", *settings,
-                                               env=environment, stderr=log)
-        checks.record("freeze " + check, status, detail)
+        return os.path.join(checks.kit, "criu")
+    criu_dir = os.environ.get("DMLP_CRIU_DIR") or checks.path("criu")
+    helper = os.path.join(REPO, "tools", "criu.sh")
+    if not os.access(os.path.join(criu_dir, "criu"), os.X_OK) and os.access(helper, os.X_OK):
+        sys.stderr.flush()
+        subprocess.run([helper, "--bundle", criu_dir], stdout=sys.stderr)
+    return criu_dir
 
 
-ROWS_WITH_A_GPU = (row_unit_tests, rows_receipts, rows_cpu_vs_cuda, row_ranks_on_one_gpu, rows_speed,
-                   row_digest_threads, row_fidelity, rows_versus_jax, rows_freeze)
+def row_freeze(checks, check, ranks, *settings):
+    """One job on the one GPU: CUDA checkpoint, CRIU dump of the whole job, down
+    longer than its heartbeat, CRIU restore, CUDA restore (tests/gpu/freeze_row.sh):
+    PASS byte-identical, SKIP where a tool or the kernel refuses, FAIL where dmlp is wrong."""
+    steps = freeze_steps(checks)
+    environment = dict(os.environ, FREEZE_ROW_PORT=checks.take_port(), FREEZE_ROW_TIMEOUT=checks.job_timeout)
+    with open(checks.path("freeze.log"), "a") as log:
+        status, detail = checks.row_script("freeze_row.sh", checks.bin, criu_folder(checks), checks.path("freeze"),
+                                           "cuda-" + ranks, ranks, "cuda", "STEPS=%d" % steps,
+                                           "MICROBATCHES=" + FREEZE_MICROBATCHES, *settings,
+                                           env=environment, stderr=log)
+    checks.record(check, status, "STEPS=%d; %s" % (steps, detail))
+
+
+def row_freeze_one_rank(checks):
+    row_freeze(checks, "freeze 1 rank", "1")
+
+
+def row_freeze_two_ranks(checks):
+    row_freeze(checks, "freeze 2 ranks gloo", "2", "COLLECTIVES=gloo", "DATA_SHARDS=2")

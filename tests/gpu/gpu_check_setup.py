@@ -85,6 +85,7 @@ def row_device_libraries(checks):
         if where not in path_dirs:
             path_dirs.append(where)
     progress("\n".join("device library " + item for item in found or [""]))
+    checks.device_libraries = found
     if missing:
         checks.record("device libraries", "FAIL",
                       "not found: %s (cuBLAS, NCCL); looked in DMLP_GPU_LIB_DIRS, python3's nvidia packages, "

@@ -88,6 +88,9 @@ for program in "${programs[@]}"; do
   while read -r soname path _; do
     [[ "$soname" =~ $system_lib_pattern ]] && continue
     if [[ "$soname" =~ $device_lib_pattern ]]; then
+      # Resolved here, so that ldd also lists what it loads in turn
+      # (libcublasLt behind libcublas): the names come from the programs, not from us.
+      [ "$path" != "not" ] || die "$program: $soname (the device supplies it) not found here, so neither is what it loads"
       device_libs[$soname]=1
       continue
     fi
@@ -102,8 +105,9 @@ done
 # BLIS is dlopened (no NEEDED entry), from the exact file CMake found.
 blis="$(sed -n 's/^DMLP_BLIS_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")"
 cp -L "$blis" "$kit/lib/libblis.so.4"
-# libcublasLt comes with libcublas; name both so that the runner checks both.
-printf '%s\n' "${!device_libs[@]}" libcublasLt.so.13 | sort -u >"$kit/lib/DEVICE_LIBS"
+# ldd's closure names libcublasLt (which libcublas loads) with the major
+# version this build links, so the runner checks each one the device must supply.
+printf '%s\n' "${!device_libs[@]}" | sort -u >"$kit/lib/DEVICE_LIBS"
 chmod 644 "$kit/lib/"*
 
 cp "$reference_dir"/* "$kit/reference/"

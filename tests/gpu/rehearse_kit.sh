@@ -20,6 +20,10 @@
 #      its own words (CUDA_UNAVAILABLE, exit 3) and writes --platform cpu; the
 #      kit's fidelity_jax.py, run here with the reference's venv (the root has
 #      no Python), finds those draws bit-identical to jax on the CPU;
+#   3c. every row of the runner, in the root, against stand-ins for the kit's
+#      programs on a GPU machine (kit_rows_test.py): a planted fault makes each
+#      FAIL, none makes it PASS or SKIP; lib/DEVICE_LIBS is what ldd's closure
+#      of the programs names with cuBLAS and NCCL present;
 #   4. the freeze row's CPU half (tests/gpu/freeze_row.sh, PLATFORM=cpu, 2
 #      ranks): the kit's own CRIU (criu/) dumps the job from the launcher down,
 #      keeps it down past its heartbeat, restores it, and the job finishes
@@ -151,7 +155,7 @@ runner no-device-libs || rc=$?
 table="$(cat "$root/out/no-device-libs/gpu-checks-table.txt" 2>/dev/null || true)"
 errors="$(loader_errors no-device-libs)"
 check "runner, no cuBLAS/NCCL" \
-  "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*FAIL  *not found: libcublas' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
+  "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*FAIL  *[0-9]*  *not found: libcublas' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
   "rc=$rc, $(grep -m1 'device libraries' <<<"$table" | cut -c1-160)${errors:+; loader: $errors}"
 
 # ---- 3. with them, where the device image keeps them --------------------------
@@ -161,6 +165,16 @@ done
 mount_at "$root/$device_site" --bind -o ro "$device_lib_source"
 missing="$(unresolved "/$device_site")"
 check "ldd, with cuBLAS/NCCL" "$([ -z "$missing" ] && echo 0 || echo 1)" "unresolved: ${missing:-none}"
+# lib/DEVICE_LIBS must be what the programs load from the device, as ldd's
+# closure names it with cuBLAS and NCCL present (libcublasLt behind libcublas,
+# with this build's major version), not a list written by hand.
+loaded="$(for program in "$root"/kit/bin/*; do
+            in_root env LD_LIBRARY_PATH="/$device_site" ldd "/kit/bin/${program##*/}" 2>/dev/null |
+              awk '$1 ~ /^(libcublas|libcublasLt|libnccl)\.so/ { print $1 }' || true
+          done | sort -u | tr '\n' ' ')"
+listed="$(sort -u "$root/kit/lib/DEVICE_LIBS" | tr '\n' ' ')"
+check "DEVICE_LIBS = what the programs load" "$([ -n "$loaded" ] && [ "$loaded" = "$listed" ] && echo 0 || echo 1)" \
+  "DEVICE_LIBS: ${listed:-none}; ldd: ${loaded:-none}"
 
 rc=0
 # DMLP_CPU_GEMM=blis: the job checks that the kit's BLIS, beside the program, loads
@@ -184,10 +198,12 @@ runner no-gpu || rc=$?
 table="$(cat "$root/out/no-gpu/gpu-checks-table.txt" 2>/dev/null || true)"
 errors="$(loader_errors no-gpu)"
 check "runner, no GPU" \
-  "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*PASS' <<<"$table" && grep -q '^gpu  *FAIL  *no GPU' <<<"$table" &&
-     grep -q 'cuda job .*dmlp-train: error: ' <<<"$table" && grep -q '^digest threads  *SKIP  *no GPU' <<<"$table" &&
-     grep -q '^freeze cuda  *SKIP  *rc=3: cuda_freeze: error: FREEZE_UNSUPPORTED' <<<"$table" &&
-     grep -q '^fidelity jax  *SKIP' <<<"$table" && [ -z "$errors" ] && echo 0 || echo 1)" \
+  "$([ "$rc" -eq 1 ] && grep -q 'device libraries .*PASS' <<<"$table" && grep -q '^gpu  *FAIL  *[0-9]*  *no GPU' <<<"$table" &&
+     grep -q 'cuda job .*dmlp-train: error: ' <<<"$table" && grep -q '^digest threads  *SKIP  *[0-9]*  *no GPU' <<<"$table" &&
+     grep -q '^freeze cuda  *SKIP  *[0-9]*  *rc=3: cuda_freeze: error: FREEZE_UNSUPPORTED' <<<"$table" &&
+     grep -q '^fidelity jax  *SKIP' <<<"$table" && [ -z "$errors" ] &&
+     grep -q '^## criu check' "$root/out/no-gpu/preflight.txt" && tail -n 1 "$root/out-no-gpu.console" | grep -qx 'verdict: FAIL' &&
+     echo 0 || echo 1)" \
   "rc=$rc; $(grep -E '^(gpu|cuda job|digest threads|freeze cuda|fidelity jax) ' <<<"$table" | tr -s ' ' | tr '\n' ';' | cut -c1-600)${errors:+; loader: $errors}"
 
 # ---- 3b. the fidelity row's dmlp half, and its CPU half --------------------------
@@ -220,6 +236,22 @@ else
     "rc=$rc: $(sed 's/^fidelity //' "$root/out-fidelity.console" | tail -n 4 | tr '\n' ';' | cut -c1-400)"
 fi
 rm -rf "$root/out/draws-cpu"
+
+# ---- 3c. every row can pass and can fail, with a GPU present (stand-ins) ------
+# The kit's own runner modules, in the root, against stand-ins for the kit's
+# programs on a GPU machine (tests/e2e/gpu/kit_rows_test.py, ctest
+# e2e.gpu.KitRows): each row once with a planted fault (FAIL) and once without
+# (PASS or SKIP). What the rows need of the machine (bash, coreutils, setsid,
+# cmp, tar) is the bare root's.
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+rm -rf "$root/kit-rows" && mkdir -p "$root/kit-rows"
+cp "$repo/tests/e2e/gpu/kit_rows_test.py" "$repo/tests/e2e/gpu/kit_standins.py" "$root/kit-rows/"
+rc=0
+in_root env DMLP_SOURCE_DIR=/kit PATH="$kit_python/bin:/usr/sbin:/usr/bin:/sbin:/bin" TMPDIR=/tmp \
+  PYTHONDONTWRITEBYTECODE=1 sh -c 'cd /kit-rows && timeout -k 5 300 python3 -m unittest -v kit_rows_test.KitRows' \
+  >"$root/out-kit-rows.console" 2>&1 || rc=$?
+check "every row passes and fails (stand-ins)" "$([ "$rc" -eq 0 ] && echo 0 || echo 1)" \
+  "rc=$rc: $(grep -E '^(Ran|OK|FAILED)|FAIL:|Error' "$root/out-kit-rows.console" | tr '\n' ' ' | cut -c1-300)"
 
 # ---- 4. the freeze row, CPU half ----------------------------------------------
 # The root has no python3 (the port comes from here) and no ps (the row reads /proc).

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 
-from gpu_check_rows import ROWS_WITH_A_GPU
+from gpu_check_plan import run_rows
+from gpu_check_preflight import write_preflight
 from gpu_check_run import REPO, Checks, Finished, cpu_count, output_of, progress, read_text
 from gpu_check_setup import row_build, row_device_libraries, rows_without_gpu
 
@@ -75,10 +76,10 @@ def run(checks):
         row_device_libraries(checks)
     else:
         row_build(checks)
+    write_preflight(checks)
     if not checks.gpu_name:
         rows_without_gpu(checks)
-    for row in ROWS_WITH_A_GPU:
-        row(checks)
+    run_rows(checks)
     checks.finish()
 
 

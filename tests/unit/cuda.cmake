@@ -1,6 +1,6 @@
 # The CUDA platform (dmlp_trainer_cuda). Every GPU test skips itself
 # (GTEST_SKIP) without a GPU; tests/gpu/run_gpu_checks.sh runs them on one.
-# The no-GPU tests (CudaDevice.NoGpu*, CudaCheck.*) run everywhere.
+# The no-GPU tests (*.NoGpu*, which skip where a GPU is; CudaCheck.*) run everywhere.
 # Host-side C++ (.cc): the kernels are reached through their launchers.
 if(DMLP_HAVE_CUDA)
   add_executable(cuda_test
@@ -11,6 +11,7 @@ if(DMLP_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_mlp_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_ordered_sgemm_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_phase_profile_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_vendor_libraries_test.cc
   )
   # cuBLAS and NCCL themselves, in a build that has them (DMLP_CUDA_VENDOR_LIBRARIES).

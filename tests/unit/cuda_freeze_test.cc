@@ -12,7 +12,9 @@
 namespace dmlp {
 namespace {
 
-TEST(CudaFreeze, WithoutADriverIsARefusal) {
+// Named NoGpu*: it skips where a GPU is, and the kit's unit-test row leaves out
+// exactly that pattern (tests/gpu/gpu_check_rows.py: GPU_ABSENT_TESTS).
+TEST(CudaFreeze, NoGpuIsARefusal) {
   if (cuda::VisibleDeviceCount().ok()) GTEST_SKIP() << "this machine has a GPU";
   const Result<freeze::CudaCheckpointApi> api = freeze::CudaCheckpointApi::Load();
   ASSERT_FALSE(api.ok());

@@ -36,14 +36,16 @@ TEST(NcclDefaultsTest, OnlyJobsWithACommunicatorUseNccl) {
 TEST(NcclDefaultsTest, SetsWhatIsUnsetAndKeepsTheUsersValue) {
   unsetenv("NCCL_SHM_DISABLE");
   unsetenv("NCCL_NVLS_ENABLE");
+  unsetenv("NCCL_IB_DISABLE");
   setenv("NCCL_P2P_DISABLE", "0", 1);
   DefaultToFreezableTransports(CudaPlan(1, CollectivesKind::kNccl));
   EXPECT_EQ(Get("NCCL_SHM_DISABLE"), "(unset)");  // 1 rank: nothing set
   DefaultToFreezableTransports(CudaPlan(2, CollectivesKind::kNccl));
   EXPECT_EQ(Get("NCCL_SHM_DISABLE"), "1");
   EXPECT_EQ(Get("NCCL_NVLS_ENABLE"), "0");
+  EXPECT_EQ(Get("NCCL_IB_DISABLE"), "1");  // CRIU cannot dump InfiniBand's adapter state
   EXPECT_EQ(Get("NCCL_P2P_DISABLE"), "0");  // the user's
-  for (const char* name : {"NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE"})
+  for (const char* name : {"NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE"})
     unsetenv(name);
 }
 
