@@ -36,7 +36,7 @@ enum class Setting {
   kVersion, kSteps, kSeed, kBatch, kMicrobatches, kLearningRate, kPlatform, kNumProcesses,
   kFeatures, kWidth, kLayers, kClasses, kHeartbeat, kDataShards, kMatmulPrecision, kReduction,
   kDataDefinition, kCollectives, kCheckpointEvery, kResume, kDivergenceCheck, kAuditEvery,
-  kCpuGemmOrder, kCpuTransport,
+  kCpuGemmOrder, kCpuTransport, kGemm,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
   kCpuGemmKernel,
@@ -82,6 +82,9 @@ inline constexpr SettingRow kSettings[] = {
   // How the CPU platform's ranks move bytes (trainer/cpu/collectives_shm.h):
   // shared memory on one host or Gloo's TCP. The sums stay Gloo's either way.
   {Setting::kCpuTransport,       "DMLP_CPU_TRANSPORT",        "cpu_transport",             Bits::kNever,         "fingerprint.transport"},
+  // The CUDA platform's GEMM (GEMM, trainer/cuda/device_gemm.h): dmlp's ordered
+  // chains or cuBLAS's order. A line on PLATFORM=cuda only.
+  {Setting::kGemm,               "GEMM",                      "gemm",                      Bits::kAlways,        "plan.gemm fingerprint.gemm.kind"},
   // Add plan rows here (see the top of this file).
   {Setting::kOutDir,             "OUT_DIR",                   "",                          Bits::kNever,         "plan.out_dir"},
   {Setting::kCoordinatorPort,    "COORDINATOR_PORT",          "",                          Bits::kNever,         "model.port"},

@@ -25,7 +25,7 @@ constexpr const char* kPlanNames[] = {
     "NUM_PROCESSES", "PROCESS_ID", "COORDINATOR_PORT", "COORDINATOR_ADDRESS", "FEATURES",
     "WIDTH", "LAYERS", "CLASSES", "HEARTBEAT_TIMEOUT_SECONDS", "DATA_SHARDS",
     "MATMUL_PRECISION", "REDUCTION", "CHECKPOINT_EVERY", "RESUME", "DIGEST_THREADS", "COLLECTIVES",
-    "DIVERGENCE_CHECK", "AUDIT_EVERY"};
+    "DIVERGENCE_CHECK", "AUDIT_EVERY", "GEMM"};
 
 Status Invalid(const std::string& detail) { return Status::Error(kEnvInvalid, detail); }
 
@@ -101,9 +101,16 @@ Status CrossCheck(const Environment& env, const Plan& plan) {
   if (plan.data_shards % plan.num_processes != 0)
     return Invalid("DATA_SHARDS must be divisible by NUM_PROCESSES" +
                    FileSources(env, {"DATA_SHARDS", "NUM_PROCESSES"}));
+  // TF32 is a cuBLAS compute type; the ordered kernel's chain is fp32 only.
   if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.platform != Platform::kCuda)
     return Invalid("MATMUL_PRECISION=tf32 requires PLATFORM=cuda" +
                    FileSources(env, {"MATMUL_PRECISION", "PLATFORM"}));
+  if (plan.matmul_precision == MatmulPrecision::kTf32 && plan.gemm != GemmKind::kCublas)
+    return Invalid("MATMUL_PRECISION=tf32 requires GEMM=cublas (GEMM=ordered computes in fp32)" +
+                   FileSources(env, {"MATMUL_PRECISION", "GEMM"}));
+  if (plan.platform == Platform::kCpu && env.Get("GEMM") && plan.cpu_gemm == CpuGemm::kBlis)
+    return Invalid("GEMM=ordered contradicts DMLP_CPU_GEMM=blis (BLIS adds in an order of its own)" +
+                   FileSources(env, {"GEMM", "DMLP_CPU_GEMM"}));
   return Status::Ok();
 }
 
@@ -117,6 +124,19 @@ Result<CollectivesKind> ReadCollectives(const Environment& env, Platform platfor
   }
   return Choice(env, "COLLECTIVES", "nccl",
                 {std::pair{"nccl", CollectivesKind::kNccl}, std::pair{"gloo", CollectivesKind::kGloo}});
+}
+
+// GEMM chooses the CUDA platform's GEMM. The CPU platform computes dmlp's
+// ordered chains (or BLIS's, DMLP_CPU_GEMM=blis) and has no cuBLAS: GEMM=ordered
+// is accepted there, so one configuration runs on both platforms, and
+// GEMM=cublas is a mistake worth naming.
+Result<GemmKind> ReadGemm(const Environment& env, Platform platform) {
+  DMLP_ASSIGN_OR_RETURN(GemmKind gemm, Choice(env, "GEMM", "ordered",
+                                              {std::pair{"ordered", GemmKind::kOrdered},
+                                               std::pair{"cublas", GemmKind::kCublas}}));
+  if (platform != Platform::kCuda && gemm == GemmKind::kCublas)
+    return SettingError(env, "GEMM", "=cublas requires PLATFORM=cuda (PLATFORM=cpu computes GEMM=ordered)");
+  return gemm;
 }
 
 Result<CpuTransport> ReadCpuTransport(const Environment& env, Platform platform) {
@@ -190,6 +210,7 @@ const char* MatmulPrecisionName(MatmulPrecision precision) {
 const char* CollectivesName(CollectivesKind collectives) {
   return collectives == CollectivesKind::kNccl ? "nccl" : "gloo";
 }
+const char* GemmName(GemmKind gemm) { return gemm == GemmKind::kOrdered ? "ordered" : "cublas"; }
 
 Result<Plan> ReadPlan(const Environment& env) {
   Plan plan;
@@ -220,6 +241,7 @@ Result<Plan> ReadPlan(const Environment& env) {
                                {std::pair{"ordered", Reduction::kOrdered},
                                 std::pair{"allreduce", Reduction::kAllreduce}}));
   DMLP_ASSIGN_OR_RETURN(plan.collectives, ReadCollectives(env, plan.platform));
+  DMLP_ASSIGN_OR_RETURN(plan.gemm, ReadGemm(env, plan.platform));
   DMLP_ASSIGN_OR_RETURN(plan.checkpoint_every, OptionalInteger(env, "CHECKPOINT_EVERY", 0, 0));
   DMLP_ASSIGN_OR_RETURN(int64_t resume, OptionalInteger(env, "RESUME", 0, 0, 1));
   plan.resume = resume == 1;
@@ -329,6 +351,9 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kCpuTransport:
       if (plan.platform != Platform::kCpu || plan.cpu_transport == CpuTransport::kAuto) return std::nullopt;
       return CpuTransportName(plan.cpu_transport);
+    case Setting::kGemm:
+      if (plan.platform != Platform::kCuda) return std::nullopt;
+      return GemmName(plan.gemm);
     case Setting::kOutDir:
     case Setting::kCoordinatorPort:
     case Setting::kProcessId:
@@ -380,7 +405,10 @@ nlohmann::json PlanDocument(const Plan& plan) {
           {"reduction", ReductionName(plan.reduction)},
           {"checkpoint_every", plan.checkpoint_every},
           {"data_definition", kDataDefinitionId}};
-  if (plan.platform == Platform::kCuda) document["collectives"] = CollectivesName(plan.collectives);
+  if (plan.platform == Platform::kCuda) {
+    document["collectives"] = CollectivesName(plan.collectives);
+    document["gemm"] = GemmName(plan.gemm);
+  }
   return document;
 }
 

@@ -1,4 +1,4 @@
-// defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, ReadPlan, LoadConfigFile,
+// defines: Plan, Platform, Reduction, MatmulPrecision, CollectivesKind, GemmKind, ReadPlan, LoadConfigFile,
 //          PlanFingerprint, BitsFingerprint, PlanDocument
 //
 // One rank's configuration, read strictly from the environment (docs/configuration.md), optionally under a YAML file whose lower-case keys supply
@@ -24,11 +24,13 @@ enum class Platform { kCpu, kCuda };
 enum class Reduction { kOrdered, kAllreduce };
 enum class MatmulPrecision { kFp32, kTf32 };
 enum class CollectivesKind { kNccl, kGloo };
+enum class GemmKind { kOrdered, kCublas };
 
 const char* PlatformName(Platform platform);
 const char* ReductionName(Reduction reduction);
 const char* MatmulPrecisionName(MatmulPrecision precision);
 const char* CollectivesName(CollectivesKind collectives);
+const char* GemmName(GemmKind gemm);
 
 /// AUDIT_EVERY when unset: the cost stays under 2 % (docs/reliability.md "Shard audit").
 inline constexpr int64_t kDefaultAuditEvery = 200;
@@ -58,6 +60,11 @@ struct Plan {
   // PLATFORM=cuda only (COLLECTIVES): NCCL, or Gloo staged through host memory
   // so that several ranks can share a GPU. The CPU platform always uses Gloo.
   CollectivesKind collectives = CollectivesKind::kNccl;
+  // GEMM: dmlp's ordered SGEMM, whose every element is the CPU platform's FMA
+  // chain (trainer/cpu/ordered_sgemm.h's ORDER RULE) on any GPU, or cuBLAS,
+  // faster but with an order of its own. The CPU platform always computes
+  // `ordered` (or BLIS's order with DMLP_CPU_GEMM=blis).
+  GemmKind gemm = GemmKind::kOrdered;
   int64_t checkpoint_every = 0;  // 0: off
   bool resume = false;
   std::string job_id;          // which job this rank belongs to (job_identity.h); not in the fingerprint

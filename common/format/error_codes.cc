@@ -145,6 +145,8 @@ const std::vector<ErrorCodeRow>& ErrorCodes() {
        "an unknown option or argument"},
       {kUsageError, "dmlp-verify", 2, "verifier.md",
        "options that contradict each other"},
+      {kVendorLibraryAbsent, "dmlp-train", 1, kErrorCodesPage,
+       "GEMM=cublas or NCCL with a build that has no cuBLAS/NCCL"},
   };
   // clang-format on
   return kRows;

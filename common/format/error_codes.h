@@ -88,6 +88,7 @@ inline constexpr char kTrainingIncomplete[] = "TRAINING_INCOMPLETE";
 inline constexpr char kUnsupported[] = "UNSUPPORTED";
 inline constexpr char kUsage[] = "USAGE";
 inline constexpr char kUsageError[] = "USAGE_ERROR";
+inline constexpr char kVendorLibraryAbsent[] = "VENDOR_LIBRARY_ABSENT";
 // clang-format on
 
 /// The docs/ page whose table lists every code: docs/troubleshooting.md.

@@ -7,12 +7,18 @@ if(DMLP_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/cuda_backend_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_data_init_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_device_test.cc
-    ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_mlp_test.cc
-    ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_version_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_ordered_sgemm_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_vendor_libraries_test.cc
   )
+  # cuBLAS and NCCL themselves, in a build that has them (DMLP_CUDA_VENDOR_LIBRARIES).
+  if(DMLP_CUDA_VENDOR_LIBRARIES)
+    target_sources(cuda_test PRIVATE
+      ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_version_test.cc)
+    target_compile_definitions(cuda_test PRIVATE DMLP_CUDA_VENDOR_LIBRARIES=1)
+  endif()
   # dmlp_trainer_core: the CPU backend and FoldShardsInOrder, the references.
   target_link_libraries(cuda_test PRIVATE dmlp_trainer_cuda dmlp_trainer_core dmlp_trainer_cpu
                         GTest::gtest_main)

@@ -167,8 +167,25 @@ TEST_F(CudaBackendTest, LastLossBeforeAnyUpdateIsAnError) {
   const nlohmann::json fingerprint = (*backend)->Fingerprint();
   EXPECT_EQ(fingerprint["platform"], "cuda");
   EXPECT_GT(fingerprint["device"]["sm_count"].get<int>(), 0);
-  EXPECT_EQ(fingerprint["cublas_compute_type"], "CUBLAS_COMPUTE_32F");
+  // GEMM=ordered, the default: no library, so no version to record.
+  EXPECT_EQ(fingerprint["gemm"], nlohmann::json({{"kind", "ordered"}}));
 }
+
+#ifdef DMLP_CUDA_VENDOR_LIBRARIES
+TEST_F(CudaBackendTest, TheFingerprintRecordsCublasWhereItRan) {
+  DMLP_REQUIRE_GPU();
+  Plan plan = SmallPlan(1, Reduction::kOrdered);
+  plan.gemm = GemmKind::kCublas;
+  auto layout = StateLayout::Create(plan.model);
+  auto backend = CreateCudaBackend(plan, *layout, *rendezvous_);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  const nlohmann::json gemm = (*backend)->Fingerprint()["gemm"];
+  EXPECT_EQ(gemm["kind"], "cublas");
+  EXPECT_EQ(gemm["compute_type"], "CUBLAS_COMPUTE_32F");
+  EXPECT_FALSE(gemm["version"].get<std::string>().empty());
+  EXPECT_TRUE((*backend)->Fingerprint()["nccl"].is_string());
+}
+#endif
 
 // COLLECTIVES=gloo: 2 and 4 ranks (threads) share this one GPU, staging their
 // slices through host memory; with REDUCTION=ordered the collectives only move

@@ -9,7 +9,7 @@
 #include "cuda_test_util.h"
 #include "trainer/cpu/gemm_cpu.h"
 #include "trainer/cpu/mlp_cpu.h"
-#include "trainer/cuda/gemm_cublas.h"
+#include "trainer/cuda/gemm_ordered.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/math/data.h"
 #include "trainer/math/init.h"
@@ -58,9 +58,8 @@ TEST(CudaMlp, ShardGradientMatchesCpuMlp) {
     cpu.loss_sum =
         cpu_mlp->ShardGradient(params.data(), inputs.data(), labels.data(), batch, cpu.grad.data());
 
-    auto gemm = cuda::CublasGemm::Create(nullptr, /*tf32=*/false);
-    ASSERT_TRUE(gemm.ok()) << gemm.status().ToString();
-    auto gpu_mlp = cuda::CudaMlp::Create(*layout, shard_size, &*gemm, nullptr);
+    const cuda::OrderedGemm gemm(nullptr);
+    auto gpu_mlp = cuda::CudaMlp::Create(*layout, shard_size, &gemm, nullptr);
     ASSERT_TRUE(gpu_mlp.ok()) << gpu_mlp.status().ToString();
     auto device_params = ToDevice(params);
     auto device_inputs = ToDevice(inputs);

@@ -33,6 +33,15 @@ std::string ErrorWithout(const std::string& name) {
   return ReadPlan(Environment(values)).status().ToString();
 }
 
+// ValidEnv on `platform` with GEMM and, unless null, DMLP_CPU_GEMM.
+Result<Plan> PlanWithGemm(const char* platform, const char* gemm, const char* cpu_gemm) {
+  Environment env = ValidEnv();
+  env.Set("PLATFORM", platform);
+  env.Set("GEMM", gemm);
+  if (cpu_gemm != nullptr) env.Set("DMLP_CPU_GEMM", cpu_gemm);
+  return ReadPlan(env);
+}
+
 TEST(PlanTest, ReadsAValidPlanWithDefaults) {
   Result<Plan> plan = ReadPlan(ValidEnv());
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -205,6 +214,51 @@ TEST(PlanTest, CollectivesAreACudaChoiceThatRanksMustShare) {
             "ENV_INVALID: COLLECTIVES='mpi' must be nccl or gloo");
   cuda.Set("COLLECTIVES", "");
   EXPECT_EQ(ReadPlan(cuda).status().ToString(), "ENV_EMPTY: COLLECTIVES");
+}
+
+TEST(PlanTest, GemmIsACudaChoiceOrderedByDefault) {
+  Environment cuda = ValidEnv();
+  cuda.Set("PLATFORM", "cuda");
+  Result<Plan> ordered = ReadPlan(cuda);
+  ASSERT_TRUE(ordered.ok()) << ordered.status().ToString();
+  EXPECT_EQ(ordered->gemm, GemmKind::kOrdered);  // the default
+  cuda.Set("GEMM", "cublas");
+  Result<Plan> cublas = ReadPlan(cuda);
+  ASSERT_TRUE(cublas.ok()) << cublas.status().ToString();
+  EXPECT_EQ(cublas->gemm, GemmKind::kCublas);
+  // Ranks compare it, and result.json's plan records it.
+  EXPECT_NE(PlanFingerprint(*ordered), PlanFingerprint(*cublas));
+  EXPECT_EQ(PlanDocument(*ordered)["gemm"], "ordered");
+  EXPECT_EQ(PlanDocument(*cublas)["gemm"], "cublas");
+  cuda.Set("GEMM", "cutlass");
+  EXPECT_EQ(ReadPlan(cuda).status().ToString(), "ENV_INVALID: GEMM='cutlass' must be ordered or cublas");
+  cuda.Set("GEMM", "");
+  EXPECT_EQ(ReadPlan(cuda).status().ToString(), "ENV_EMPTY: GEMM");
+}
+
+TEST(PlanTest, TheCpuPlatformComputesGemmOrderedOnly) {
+  EXPECT_EQ(ErrorWith("GEMM", "cublas"),
+            "ENV_INVALID: GEMM=cublas requires PLATFORM=cuda (PLATFORM=cpu computes GEMM=ordered)");
+  // GEMM=ordered names what the CPU's own kernels compute, so one configuration
+  // runs on both platforms; its plan is the CPU plan without it.
+  Result<Plan> ordered = PlanWithGemm("cpu", "ordered", nullptr);
+  ASSERT_TRUE(ordered.ok()) << ordered.status().ToString();
+  EXPECT_EQ(PlanFingerprint(*ordered), PlanFingerprint(*ReadPlan(ValidEnv())));
+  EXPECT_EQ(PlanDocument(*ordered), PlanDocument(*ReadPlan(ValidEnv())));
+  EXPECT_EQ(PlanWithGemm("cpu", "ordered", "blis").status().ToString(),
+            "ENV_INVALID: GEMM=ordered contradicts DMLP_CPU_GEMM=blis (BLIS adds in an order of its own)");
+}
+
+TEST(PlanTest, Tf32IsACublasComputeType) {
+  Environment cuda = ValidEnv();
+  cuda.Set("PLATFORM", "cuda");
+  cuda.Set("MATMUL_PRECISION", "tf32");
+  EXPECT_EQ(ReadPlan(cuda).status().ToString(),
+            "ENV_INVALID: MATMUL_PRECISION=tf32 requires GEMM=cublas (GEMM=ordered computes in fp32)");
+  cuda.Set("GEMM", "cublas");
+  Result<Plan> tf32 = ReadPlan(cuda);
+  ASSERT_TRUE(tf32.ok()) << tf32.status().ToString();
+  EXPECT_EQ(tf32->matmul_precision, MatmulPrecision::kTf32);
 }
 
 TEST(PlanTest, AuditEveryIsSharedByRanksButDecidesNoBit) {

@@ -1,5 +1,6 @@
 // The CUDA platform (docs/architecture.md): one GPU per rank, data generated on
-// the GPU, cuBLAS GEMMs and this platform's kernels per shard (cuda/mlp_cuda.h),
+// the GPU, the plan's GEMM (GEMM=ordered: the CPU's chains; GEMM=cublas) and
+// this platform's kernels per shard (cuda/mlp_cuda.h),
 // the ordered reduction (trainer/reduction/) with NCCL (or, with
 // COLLECTIVES=gloo, Gloo staged through host memory: cuda/gloo_staged.h)
 // moving bytes and cuda/fold.h adding them,
@@ -26,13 +27,13 @@
 #include "trainer/cuda/device_buffer.h"
 #include "trainer/cuda/device_select.h"
 #include "trainer/cuda/fold.h"
-#include "trainer/cuda/gemm_cublas.h"
+#include "trainer/cuda/device_gemm.h"
+#include "trainer/cuda/gemm_ordered.h"
 #include "trainer/cuda/gloo_staged.h"
 #include "trainer/cuda/mlp_cuda.h"
-#include "trainer/cuda/nccl_collectives.h"
-#include "trainer/cuda/nccl_version.h"
 #include "trainer/cuda/phase_profile.h"
 #include "trainer/cuda/stream_wait.h"
+#include "trainer/cuda/vendor_libraries.h"
 #include "trainer/math/adam.h"
 #include "trainer/math/data.h"
 #include "trainer/math/device_macros.h"
@@ -53,10 +54,17 @@ using cuda::PhaseProfile;
 
 // Shard partials start on 256-byte boundaries whatever the world size, so the
 // gradient GEMMs of a shard see the same pointer alignment (and cuBLAS picks
-// the same kernel) for every NUM_PROCESSES: part of the bit promise.
+// the same kernel) for every NUM_PROCESSES: part of GEMM=cublas's bit promise.
 constexpr size_t kPartialAlignFloats = 64;
 
 void FreePinned(uint8_t* buffer) { (void)cudaFreeHost(buffer); }
+
+/// The plan's GEMM on `stream`.
+Result<std::unique_ptr<cuda::DeviceGemm>> CreateGemm(const Plan& plan, cudaStream_t stream) {
+  if (plan.gemm == GemmKind::kCublas)
+    return cuda::CreateCublasGemm(stream, plan.matmul_precision == MatmulPrecision::kTf32);
+  return std::unique_ptr<cuda::DeviceGemm>(std::make_unique<cuda::OrderedGemm>(stream));
+}
 
 /// Environment settings that change what cuBLAS or the device computes
 /// (NCCL_* are recorded by the trainer itself).
@@ -110,11 +118,9 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
     DMLP_ASSIGN_OR_RETURN(device_, cuda::SelectDevice(plan_));
     DMLP_ASSIGN_OR_RETURN(stream_, CudaStream::Create());
     DMLP_ASSIGN_OR_RETURN(copy_stream_, CudaStream::Create());
+    DMLP_ASSIGN_OR_RETURN(gemm_, CreateGemm(plan_, stream_.get()));
     DMLP_ASSIGN_OR_RETURN(
-        gemm_,
-        cuda::CublasGemm::Create(stream_.get(), plan_.matmul_precision == MatmulPrecision::kTf32));
-    DMLP_ASSIGN_OR_RETURN(
-        mlp_, cuda::CudaMlp::Create(layout_, plan_.shard_size(), &gemm_, stream_.get()));
+        mlp_, cuda::CudaMlp::Create(layout_, plan_.shard_size(), gemm_.get(), stream_.get()));
     DMLP_ASSIGN_OR_RETURN(state_, DeviceBuffer<uint8_t>::Create(layout_.image_bytes(), true));
     const size_t shard_samples = static_cast<size_t>(plan_.shard_size());
     DMLP_ASSIGN_OR_RETURN(inputs_,
@@ -144,17 +150,15 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
     DMLP_ASSIGN_OR_RETURN(loss_ready_, CudaEvent::Create());
     DMLP_ASSIGN_OR_RETURN(state_ready_, CudaEvent::Create());
     DMLP_ASSIGN_OR_RETURN(stream_idle_, CudaEvent::Create());
-    DMLP_ASSIGN_OR_RETURN(cublas_version_, cuda::CublasGemm::LibraryVersion());
     // The strict header = library check only where a communicator will exist:
     // a 1-rank or gloo job hands NCCL nothing, so a mismatch cannot hurt it.
-    DMLP_ASSIGN_OR_RETURN(nccl_version_, UsesNccl(plan_) ? cuda::NcclComm::LibraryVersion()
-                                                         : cuda::NcclLibraryVersion());
+    DMLP_ASSIGN_OR_RETURN(nccl_version_, cuda::NcclVersionForFingerprint(UsesNccl(plan_)));
     if (plan_.num_processes > 1 && gloo) {
       DMLP_ASSIGN_OR_RETURN(comm_, cuda::GlooStagedCollectives::Connect(rendezvous));
     } else if (plan_.num_processes > 1) {
       DMLP_ASSIGN_OR_RETURN(
-          comm_, cuda::NcclComm::Create(rendezvous,
-                                        std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
+          comm_, cuda::CreateNcclCollectives(
+                     rendezvous, std::chrono::seconds(plan_.heartbeat_timeout_seconds)));
     }
     fold_.set_stream(stream_.get());
     if (comm_ != nullptr)
@@ -170,6 +174,8 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
   nlohmann::json Fingerprint() const override {
     // The device's PCI bus id, ordinal and memory size decide no bits: they
     // are in Device(), not here, so runs on two GPUs of one model compare.
+    // "gemm" is the GEMM's own account (device_gemm.h): cuBLAS's version and
+    // compute type only where cuBLAS ran; "nccl" null in a build without NCCL.
     return {{"platform", "cuda"},
             {"device",
              {{"name", device_.name},
@@ -178,11 +184,9 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
                std::to_string(device_.compute_major) + "." + std::to_string(device_.compute_minor)}}},
             {"cuda_driver", cuda::VersionText(device_.driver_version)},
             {"cuda_runtime", cuda::VersionText(device_.runtime_version)},
-            {"cublas", cublas_version_},
-            {"cublas_compute_type", gemm_.compute_type_name()},
+            {"gemm", gemm_->Description()},
             {"matmul_precision", plan_.matmul_precision == MatmulPrecision::kTf32 ? "tf32" : "fp32"},
             {"reduction", plan_.reduction == Reduction::kOrdered ? "ordered" : "allreduce"},
-            {"cublas_workspace_bytes", cuda::kCublasWorkspaceBytes},
             {"nccl", nccl_version_},
             {"collectives", comm_ ? comm_->Description() : "none (1 process)"},
             {"cuda_env", CudaEnvironment()}};
@@ -426,7 +430,7 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
   ReductionLayout reduction_;
   size_t partial_stride_ = 0;  // floats between shard partials (>= padded length)
   cuda::DeviceFacts device_;
-  std::string cublas_version_, nccl_version_;
+  nlohmann::json nccl_version_;  // NcclVersionForFingerprint
   // Declaration order is destruction order reversed: streams and events last,
   // the communicator first (it must abort before memory its kernels use is freed).
   CudaStream stream_;       // every update: data, GEMMs, kernels, NCCL
@@ -435,7 +439,7 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
   CudaEvent audit_copied_;  // the shard audit's last copy into audit_host_ (CopyToAuditHost)
   std::shared_ptr<CudaEvent> snapshot_copied_;  // the last snapshot copy's completion
   PhaseProfile profile_;
-  cuda::CublasGemm gemm_;
+  std::unique_ptr<cuda::DeviceGemm> gemm_;
   cuda::CudaMlp mlp_;
   DeviceBuffer<uint8_t> state_;  // canonical image: params, count, mu, nu
   DeviceBuffer<float> inputs_;
@@ -460,6 +464,7 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
 
 Result<DeviceMemory> CudaDeviceMemory(const Plan& plan) {
   cuda::SetErrorRank(static_cast<int>(plan.process_id));
+  DMLP_RETURN_IF_ERROR(cuda::CheckVendorLibraries(plan));
   DMLP_ASSIGN_OR_RETURN(const int count, cuda::VisibleDeviceCount());
   DeviceMemory memory;
   DMLP_ASSIGN_OR_RETURN(memory.slot, DeviceSlotFor(plan, count));
@@ -473,6 +478,7 @@ Result<DeviceMemory> CudaDeviceMemory(const Plan& plan) {
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const Plan& plan, const StateLayout& layout,
                                                    Rendezvous& rendezvous) {
   cuda::SetErrorRank(static_cast<int>(plan.process_id));
+  DMLP_RETURN_IF_ERROR(cuda::CheckVendorLibraries(plan));
   auto backend = std::make_unique<CudaBackend>(plan, layout);
   DMLP_RETURN_IF_ERROR(backend->Initialize(rendezvous));
   return std::unique_ptr<Backend>(std::move(backend));

@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 
 #include "common/format/error_codes.h"
+#include "trainer/cuda/bias_relu.h"
 #include "trainer/cuda/cublas_check.h"
 
 namespace dmlp::cuda {
@@ -27,12 +28,18 @@ Result<CublasGemm> CublasGemm::Create(cudaStream_t stream, bool tf32) {
   // default math mode adds nothing to it (no TF32 behind CUBLAS_COMPUTE_32F).
   CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
   gemm.compute_type_ = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  DMLP_ASSIGN_OR_RETURN(gemm.version_, LibraryVersion());
   return gemm;
 }
 
 Status CublasGemm::Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k, const float* a,
-                         int lda, const float* b, int ldb, float* c, int ldc) const {
+                         int lda, const float* b, int ldb, float* c, int ldc,
+                         const GemmEpilogue& epilogue) const {
   if (m < 1 || n < 1 || k < 1) return Status::Error(kInternal, "Sgemm: empty shape");
+  const bool masks = epilogue.kind == GemmEpilogue::Kind::kMaskByPositive;
+  if (epilogue.kind != GemmEpilogue::Kind::kNone &&
+      (ldc != n || (masks && epilogue.mask_stride != static_cast<size_t>(n))))
+    return Status::Error(kInternal, "Sgemm: an epilogue needs packed rows of C (and of the mask)");
   // Row-major X with row stride ld is column-major X^T with leading dimension
   // ld. So row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
   // swap the operands and the m/n roles; each keeps its own transpose flag.
@@ -42,7 +49,25 @@ Status CublasGemm::Sgemm(bool transpose_a, bool transpose_b, int m, int n, int k
                             transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
                             ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute_type_,
                             CUBLAS_GEMM_DEFAULT));
-  return Status::Ok();
+  cudaStream_t stream = nullptr;
+  CUBLAS_CHECK(cublasGetStream(handle_.get(), &stream));
+  switch (epilogue.kind) {
+    case GemmEpilogue::Kind::kNone: return Status::Ok();
+    case GemmEpilogue::Kind::kAddBias:
+    case GemmEpilogue::Kind::kAddBiasRelu:
+      return BiasReluForward(c, epilogue.bias, m, n, epilogue.kind == GemmEpilogue::Kind::kAddBiasRelu,
+                             stream);
+    case GemmEpilogue::Kind::kMaskByPositive:
+      return ReluBackward(c, epilogue.mask, int64_t{m} * n, stream);
+  }
+  return Status::Error(kInternal, "Sgemm: unknown epilogue");
+}
+
+nlohmann::json CublasGemm::Description() const {
+  return {{"kind", "cublas"},
+          {"version", version_},
+          {"compute_type", compute_type_name()},
+          {"workspace_bytes", kCublasWorkspaceBytes}};
 }
 
 const char* CublasGemm::compute_type_name() const {

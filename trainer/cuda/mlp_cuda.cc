@@ -7,13 +7,12 @@
 
 #include "common/format/error_codes.h"
 #include "trainer/cuda/bias_grad.h"
-#include "trainer/cuda/bias_relu.h"
 #include "trainer/cuda/softmax_xent.h"
 
 namespace dmlp::cuda {
 
 Result<CudaMlp> CudaMlp::Create(const StateLayout& layout, int64_t shard_size,
-                                const CublasGemm* gemm, cudaStream_t stream) {
+                                const DeviceGemm* gemm, cudaStream_t stream) {
   if (shard_size < 1) return Status::Error(kModelInvalid, "shard size must be >= 1");
   const ModelShape& shape = layout.shape();
   for (int64_t dim : {shard_size, shape.features, shape.width, shape.classes}) {
@@ -60,10 +59,12 @@ Status CudaMlp::Forward(const float* params, const float* inputs) {
     const float* kernel = params + layout_.kernel(layer).offset;
     const float* bias = params + layout_.bias(layer).offset;
     float* y = outputs_[layer].get();
-    // y = below . kernel, then + bias (+ ReLU): flax Dense's dot, then add.
-    DMLP_RETURN_IF_ERROR(gemm_->Sgemm(false, false, n, out, in, below, in, kernel, out, y, out));
+    // y = below . kernel, then + bias (+ ReLU): flax Dense's dot, then add
+    // (two roundings), as the CPU's epilogue (gemm_epilogue.h) applies them.
     const bool hidden = layer + 1 < layout_.dense_count();
-    DMLP_RETURN_IF_ERROR(BiasReluForward(y, bias, n, out, hidden, stream_));
+    DMLP_RETURN_IF_ERROR(gemm_->Sgemm(false, false, n, out, in, below, in, kernel, out, y, out,
+                                      hidden ? GemmEpilogue::AddBiasRelu(bias)
+                                             : GemmEpilogue::AddBias(bias)));
     below = y;
   }
   return Status::Ok();
@@ -81,11 +82,12 @@ Status CudaMlp::Backward(const float* params, const float* inputs, float* grad) 
     DMLP_RETURN_IF_ERROR(BiasGradient(delta_.get(), n, out, bias_grad_scratch_.get(),
                                       grad + layout_.bias(layer).offset, stream_));
     if (layer == 0) break;
-    // Through the kernel (delta . kernel^T, n x in), then through the ReLU below.
+    // Through the kernel (delta . kernel^T, n x in), then through the ReLU
+    // below: zero where its output is not positive, the CPU's epilogue.
     const float* kernel = params + layout_.kernel(layer).offset;
     DMLP_RETURN_IF_ERROR(gemm_->Sgemm(false, true, n, in, out, delta_.get(), out, kernel, out,
-                                      delta_below_.get(), in));
-    DMLP_RETURN_IF_ERROR(ReluBackward(delta_below_.get(), below, int64_t{n} * in, stream_));
+                                      delta_below_.get(), in,
+                                      GemmEpilogue::MaskByPositive(below, static_cast<size_t>(in))));
     std::swap(delta_, delta_below_);
   }
   return Status::Ok();

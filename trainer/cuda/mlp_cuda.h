@@ -1,10 +1,12 @@
 // defines: CudaMlp
 //
 // Forward and backward of the MLP for one data shard on the GPU, step for step
-// the algorithm of trainer/cpu/mlp_cpu.cc (CpuMlp): the GEMMs through cuBLAS
-// (gemm_cublas.h), everything else through this platform's kernels, all on one
+// the algorithm of trainer/cpu/mlp_cpu.cc (CpuMlp): the GEMMs through the
+// plan's DeviceGemm (device_gemm.h) with the CPU's epilogues (bias, ReLU, the
+// ReLU's mask), everything else through this platform's kernels, all on one
 // stream. Parameters and gradients in the canonical layout (kernel [in][out]
-// row-major, bias [out]). Same inputs, same GPU model and libraries: same bits.
+// row-major, bias [out]). GEMM=ordered: the CPU's GEMM bits on any GPU;
+// GEMM=cublas: same inputs, same GPU model and libraries, same bits.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,7 +17,7 @@
 #include "common/state_layout.h"
 #include "common/status.h"
 #include "trainer/cuda/device_buffer.h"
-#include "trainer/cuda/gemm_cublas.h"
+#include "trainer/cuda/device_gemm.h"
 
 namespace dmlp::cuda {
 
@@ -25,7 +27,7 @@ class CudaMlp {
   /// allocated per call). MODEL_INVALID when shard_size < 1 or a GEMM dimension
   /// exceeds INT32_MAX. REQUIRES: `gemm` outlives this object and is bound to `stream`.
   static Result<CudaMlp> Create(const StateLayout& layout, int64_t shard_size,
-                                const CublasGemm* gemm, cudaStream_t stream);
+                                const DeviceGemm* gemm, cudaStream_t stream);
 
   /// Enqueues the loss and gradient of one shard, as CpuMlp::ShardGradient:
   /// `grad` (P floats, canonical layout) gets the gradient of (sum_i l_i) /
@@ -44,7 +46,7 @@ class CudaMlp {
 
   StateLayout layout_;
   int64_t shard_size_ = 0;
-  const CublasGemm* gemm_ = nullptr;
+  const DeviceGemm* gemm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   // outputs_[k]: shard_size x fan_out(k) after Dense k (+ ReLU when hidden); the last: logits.
   std::vector<DeviceBuffer<float>> outputs_;
