@@ -36,8 +36,6 @@ Result<CudaMlp> CudaMlp::Create(const StateLayout& layout, int64_t shard_size,
   DMLP_ASSIGN_OR_RETURN(mlp.delta_, DeviceBuffer<float>::Create(delta_floats));
   DMLP_ASSIGN_OR_RETURN(mlp.delta_below_, DeviceBuffer<float>::Create(delta_floats));
   DMLP_ASSIGN_OR_RETURN(mlp.row_loss_, DeviceBuffer<float>::Create(size_t(shard_size)));
-  DMLP_ASSIGN_OR_RETURN(mlp.bias_grad_scratch_,
-                        DeviceBuffer<float>::Create(BiasGradientScratchFloats(shard_size, widest)));
   return mlp;
 }
 
@@ -79,8 +77,8 @@ Status CudaMlp::Backward(const float* params, const float* inputs, float* grad) 
     // Kernel gradient: below^T . delta (in x out).
     DMLP_RETURN_IF_ERROR(gemm_->Sgemm(true, false, in, out, n, below, in, delta_.get(), out,
                                       grad + layout_.kernel(layer).offset, out));
-    DMLP_RETURN_IF_ERROR(BiasGradient(delta_.get(), n, out, bias_grad_scratch_.get(),
-                                      grad + layout_.bias(layer).offset, stream_));
+    // Bias gradient: column sums in sample order, the CPU's (bias_grad.h).
+    DMLP_RETURN_IF_ERROR(BiasGradient(delta_.get(), n, out, grad + layout_.bias(layer).offset, stream_));
     if (layer == 0) break;
     // Through the kernel (delta . kernel^T, n x in), then through the ReLU
     // below: zero where its output is not positive, the CPU's epilogue.

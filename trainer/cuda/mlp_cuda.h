@@ -53,7 +53,6 @@ class CudaMlp {
   // d(loss)/d(pre-activation) of the current layer and the one below, rows packed at its width.
   DeviceBuffer<float> delta_, delta_below_;
   DeviceBuffer<float> row_loss_;           // shard_size per-sample losses
-  DeviceBuffer<float> bias_grad_scratch_;  // BiasGradientScratchFloats for the widest layer
 };
 
 }  // namespace dmlp::cuda
