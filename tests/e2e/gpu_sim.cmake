@@ -1,7 +1,8 @@
 # The GPU simulator for real (tests/e2e/gpu_sim/gpu_sim_e2e.py): GPGPU-Sim,
 # patched, built by tools/gpu-sim.sh with CUDA 11.8, running CUDA programs
 # compiled by that nvcc.
-#   e2e.gpu_sim.build         tools/gpu-sim.sh build: the fixture the others need.
+#   e2e.gpu_sim.build         tools/gpu-sim.sh build (the simulator, then dmlp for
+#                             it): the fixture the others need.
 #                             Minutes on a fresh machine (CI), milliseconds once
 #                             the cache holds the build, so CI pays it once.
 #   e2e.gpu_sim.fma_bits      fma.rn chains and IEEE add/mul/div/sqrt .rn, special
