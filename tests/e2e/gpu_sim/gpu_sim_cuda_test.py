@@ -26,7 +26,6 @@ EXCLUDED = {
     "CudaDevice.NoGpuBackendIsCudaUnavailable": "needs a machine without a GPU; the simulator is one",
     "CudaDevice.MemoryCheckSelectsTheSharedDevice":
         "memory info: the simulator's cudaMemGetInfo reports a fixed 10 GB against 2 GiB of properties",
-    "CudaFreeze.WithoutADriverIsARefusal": "cuda-checkpoint needs the real driver's libcuda",
     # Sizes for a GPU: minutes or more at the simulator's 5 million FMAs a second.
     "CudaOrderedSgemm.TheMlpCallsAtTheImageShapesGiveTheCpuBits":
         "the image's shapes (4096 x 2048 GEMMs): hours in the simulator; "
