@@ -95,14 +95,20 @@ def expect_pass(run_dir):
         fail(f"dmlp-verify {run_dir} did not end with PASS:\n{result.stdout}")
 
 
+def against_line(result):
+    """dmlp-verify's verdict on the comparison: "dmlp-verify: against GOLDEN: ..."."""
+    return next((text for text in result.stdout.splitlines() if text.startswith("dmlp-verify: against ")),
+                "")
+
+
 def expect_identical(run_dir, golden, steps=PLAN["STEPS"]):
     """dmlp-verify --against: the two runs must match, and do, step for step."""
     result = verify(run_dir, "--against", str(golden), "--require-comparable")
-    line = next((text for text in result.stderr.splitlines() if ": against " in text), "")
+    line = against_line(result)
     print(line)
     expect(result, 0, f"dmlp-verify --against {golden} --require-comparable {run_dir}")
     if f"must match; identical ({steps} steps)" not in line:
-        fail(f"dmlp-verify does not say the runs are identical:\n{result.stderr}")
+        fail(f"dmlp-verify does not say the runs are identical:\n{result.stdout}")
 
 
 def expect_platform(run_dir, platform):
@@ -240,12 +246,12 @@ def case_planted_bias_relu():
         expect_job(launch("cuda", cuda_run, 1, sim_bin, train=train), "the planted CUDA job")
         expect_pass(cuda_run)  # consistent in itself: only the comparison can catch it
         result = verify(cuda_run, "--against", str(cpu_run), "--require-comparable")
-        line = next((text for text in result.stderr.splitlines() if ": against " in text), "")
+        line = against_line(result)
         print(line)
         match = re.search(r"must match; diverged at step (\d+)", line)
         if result.returncode == 0 or not match:
             fail(f"the comparison with the CPU passed a bias/ReLU kernel that skips its last tile "
-                 f"(exit {result.returncode}):\n{result.stderr}")
+                 f"(exit {result.returncode}):\n{result.stdout}")
     print(f"PASS: the planted kernel diverges from the CPU at step {match.group(1)}")
 
 
