@@ -17,8 +17,9 @@ std::vector<std::string> ResultFieldsOf(const std::function<bool(const SettingRo
   return fields;
 }
 
-std::vector<std::string> BitFreeResultFields(bool allreduce) {
-  return ResultFieldsOf([allreduce](const SettingRow& row) { return !DecidesBits(row.bits, allreduce); });
+std::vector<std::string> BitFreeResultFields(bool allreduce, bool cublas) {
+  return ResultFieldsOf(
+      [allreduce, cublas](const SettingRow& row) { return !DecidesBits(row.bits, allreduce, cublas); });
 }
 
 }  // namespace dmlp

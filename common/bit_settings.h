@@ -9,7 +9,14 @@
 //     refused when one of them differs and accepted whatever the others are;
 //   - the fields `dmlp-verify --against` ignores when it decides whether two
 //     runs must match (verify/comparability.cc): the result_fields of every
-//     row that decides no bit under the runs' REDUCTION.
+//     row that decides no bit under the runs' REDUCTION and GEMM.
+//
+// PlanFingerprint mixes two questions: what ranks must agree on to work
+// together at all (PLATFORM: a CPU rank and a CUDA rank share no collective)
+// and what decides bits. `bits` answers only the second; PLATFORM decides no
+// bit by itself: what the platforms compute differently is in the GEMM
+// order's row (the CPU's dmlp kernels and CUDA's GEMM=ordered add the same
+// chains) and in the rows that decide bits with cuBLAS only.
 //
 // To add a setting: one enumerator in Setting, one row below (the compiler
 // then asks trainer/plan.cc, SettingValue, how to print its value). A row's
@@ -29,6 +36,9 @@ enum class Bits {
   kAlways,         // another value gives other receipts
   kWithAllreduce,  // only with REDUCTION=allreduce, where a library's sum adds across
                    // ranks; REDUCTION=ordered adds in dmlp's own code in shard order
+  kWithCublas,     // only where a run's GEMMs are cuBLAS's (GEMM=cublas), which picks its
+                   // kernels by GPU model, SM count, library version and workspace;
+                   // dmlp's own kernels give one result on every device
   kNever,          // never a bit: a resume may change it, --against ignores it
 };
 
@@ -36,10 +46,10 @@ enum class Setting {
   kVersion, kSteps, kSeed, kBatch, kMicrobatches, kLearningRate, kPlatform, kNumProcesses,
   kFeatures, kWidth, kLayers, kClasses, kHeartbeat, kDataShards, kMatmulPrecision, kReduction,
   kDataDefinition, kCollectives, kCheckpointEvery, kResume, kDivergenceCheck, kAuditEvery,
-  kCpuGemmOrder, kCpuTransport, kGemm,
+  kGemmOrder, kCpuTransport,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
-  kCpuGemmKernel,
+  kCpuGemmKernel, kGemm, kCublas, kDevice, kNcclLibrary,
 };
 
 struct SettingRow {
@@ -59,7 +69,7 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kBatch,              "BATCH",                     "batch",                     Bits::kAlways,        "plan.batch"},
   {Setting::kMicrobatches,       "MICROBATCHES",              "microbatches",              Bits::kAlways,        "plan.microbatches"},
   {Setting::kLearningRate,       "LEARNING_RATE",             "learning_rate",             Bits::kAlways,        "plan.learning_rate"},
-  {Setting::kPlatform,           "PLATFORM",                  "platform",                  Bits::kAlways,        "plan.platform"},
+  {Setting::kPlatform,           "PLATFORM",                  "platform",                  Bits::kNever,         "plan.platform fingerprint.platform"},  // see the top
   {Setting::kNumProcesses,       "NUM_PROCESSES",             "num_processes",             Bits::kWithAllreduce, "model.processes"},
   {Setting::kFeatures,           "FEATURES",                  "features",                  Bits::kAlways,        "model.features"},
   {Setting::kWidth,              "WIDTH",                     "width",                     Bits::kAlways,        "model.width"},
@@ -75,16 +85,15 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kResume,             "RESUME",                    "resume",                    Bits::kNever,         "plan.resume"},
   {Setting::kDivergenceCheck,    "DIVERGENCE_CHECK",          "divergence_check",          Bits::kNever,         ""},
   {Setting::kAuditEvery,         "AUDIT_EVERY",               "audit_every",               Bits::kNever,         ""},
-  // The CPU GEMM's accumulation order (trainer/cpu/gemm_cpu.h, CpuGemmOrder): dmlp's
-  // one FMA chain per element in increasing k whatever the kernel, or BLIS's
-  // sub-configuration with DMLP_CPU_GEMM=blis. A line on PLATFORM=cpu only.
-  {Setting::kCpuGemmOrder,       "DMLP_CPU_GEMM order",       "cpu_gemm_order",            Bits::kAlways,        "fingerprint.blas.kernel"},
+  // The GEMMs' accumulation order, on either platform: dmlp's one FMA chain per
+  // element in increasing k (trainer/cpu/ordered_sgemm.h's ORDER RULE) for the
+  // CPU's kernels (trainer/cpu/gemm_cpu.h, CpuGemmOrder) and CUDA's GEMM=ordered
+  // alike, BLIS's sub-configuration with DMLP_CPU_GEMM=blis, cublas-fp32 or
+  // cublas-tf32 with GEMM=cublas (whose kernels the kWithCublas rows pin).
+  {Setting::kGemmOrder,          "GEMM order",                "gemm_order",                Bits::kAlways,        "plan.gemm_order"},
   // How the CPU platform's ranks move bytes (trainer/cpu/collectives_shm.h):
   // shared memory on one host or Gloo's TCP. The sums stay Gloo's either way.
   {Setting::kCpuTransport,       "DMLP_CPU_TRANSPORT",        "cpu_transport",             Bits::kNever,         "fingerprint.transport"},
-  // The CUDA platform's GEMM (GEMM, trainer/cuda/device_gemm.h): dmlp's ordered
-  // chains or cuBLAS's order. A line on PLATFORM=cuda only.
-  {Setting::kGemm,               "GEMM",                      "gemm",                      Bits::kAlways,        "plan.gemm fingerprint.gemm.kind"},
   // Add plan rows here (see the top of this file).
   {Setting::kOutDir,             "OUT_DIR",                   "",                          Bits::kNever,         "plan.out_dir"},
   {Setting::kCoordinatorPort,    "COORDINATOR_PORT",          "",                          Bits::kNever,         "model.port"},
@@ -93,18 +102,29 @@ inline constexpr SettingRow kSettings[] = {
   {Setting::kCpuThreads,         "DMLP_CPU_THREADS",          "",                          Bits::kNever,         "fingerprint.blas.threads"},
   {Setting::kImageId,            "DMLP_IMAGE_ID",             "",                          Bits::kNever,         "build.image_id"},  // names a file, not the bits
   {Setting::kNcclVariables,      "NCCL_*",                    "",                          Bits::kWithAllreduce, "fingerprint.nccl_env.*"},  // transports, algorithms
-  // Which of dmlp's kernels ran (avx512, avx2, scalar): all give the order's bits.
-  {Setting::kCpuGemmKernel,      "DMLP_CPU_GEMM kernel",      "",                          Bits::kNever,         "fingerprint.blas.isa"},
+  // Which of dmlp's kernels ran (avx512, avx2, scalar): all give the order's bits;
+  // the library and its order are GEMM order's row.
+  {Setting::kCpuGemmKernel,      "DMLP_CPU_GEMM kernel",      "",                          Bits::kNever,         "fingerprint.blas.isa fingerprint.blas.library fingerprint.blas.kernel fingerprint.blas.file"},
+  // The CUDA platform's GEMM (trainer/cuda/device_gemm.h): its order is GEMM order's row.
+  {Setting::kGemm,               "GEMM",                      "",                          Bits::kNever,         "plan.gemm fingerprint.gemm.kind"},
+  {Setting::kCublas,             "cuBLAS library",            "",                          Bits::kWithCublas,    "fingerprint.gemm.version fingerprint.gemm.compute_type fingerprint.gemm.workspace_bytes fingerprint.cuda_env.*"},
+  // The processor: its model and driver (rank-<r>.env.jsonl's device too). dmlp's
+  // kernels and BLIS pinned to a sub-configuration compute alike on every one.
+  {Setting::kDevice,             "device",                    "",                          Bits::kWithCublas,    "fingerprint.device.* fingerprint.cuda_driver fingerprint.cuda_runtime fingerprint.cpu device.*"},
+  {Setting::kNcclLibrary,        "NCCL library",              "",                          Bits::kWithAllreduce, "fingerprint.nccl"},
 };
 // clang-format on
 
-/// Whether a setting of `bits` decides the receipts under the given reduction.
-constexpr bool DecidesBits(Bits bits, bool allreduce) {
-  return bits == Bits::kAlways || (bits == Bits::kWithAllreduce && allreduce);
+/// Whether a setting of `bits` decides the receipts under the given reduction
+/// and GEMM (`cublas`: GEMM=cublas in the run, or in either of two runs compared).
+constexpr bool DecidesBits(Bits bits, bool allreduce, bool cublas) {
+  return bits == Bits::kAlways || (bits == Bits::kWithAllreduce && allreduce) ||
+         (bits == Bits::kWithCublas && cublas);
 }
 
-/// The result.json fields of every row that decides no bit under the reduction ("a.*" for a subtree).
-std::vector<std::string> BitFreeResultFields(bool allreduce);
+/// The result.json fields of every row that decides no bit under the reduction
+/// and GEMM ("a.*" for a subtree).
+std::vector<std::string> BitFreeResultFields(bool allreduce, bool cublas);
 /// The result.json fields of every row for which `wanted` holds, in table order.
 std::vector<std::string> ResultFieldsOf(const std::function<bool(const SettingRow&)>& wanted);
 

@@ -301,6 +301,15 @@ Result<Environment> LoadConfigFile(const std::string& path) {
 
 namespace {
 
+// The order the plan's GEMMs add in (bit_settings.h's GEMM order): the CPU's
+// choice, or on CUDA the ordered kernel, which obeys the CPU kernels' ORDER
+// RULE and so has their order's name, or cuBLAS with its compute type.
+std::string GemmOrder(const Plan& plan) {
+  if (plan.platform == Platform::kCpu) return CpuGemmOrder(plan.cpu_gemm);
+  if (plan.gemm == GemmKind::kOrdered) return CpuGemmOrder(CpuGemm::kAuto);
+  return std::string("cublas-") + MatmulPrecisionName(plan.matmul_precision);
+}
+
 // A plan setting's value as its fingerprint line gives it (common/bit_settings.h);
 // nullopt: no line. Settings outside the plan rows have none.
 std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
@@ -343,17 +352,12 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
       return std::to_string(plan.audit_every);
     // Ranks and resumes must agree on the order their GEMMs add in; the
     // kernel that follows it (kCpuGemmKernel) is free to differ.
-    case Setting::kCpuGemmOrder:
-      if (plan.platform != Platform::kCpu) return std::nullopt;
-      return CpuGemmOrder(plan.cpu_gemm);
+    case Setting::kGemmOrder: return GemmOrder(plan);
     // Ranks must agree (tcp and shm would wait for each other on different
     // transports); a line only when not the default. Never a bit.
     case Setting::kCpuTransport:
       if (plan.platform != Platform::kCpu || plan.cpu_transport == CpuTransport::kAuto) return std::nullopt;
       return CpuTransportName(plan.cpu_transport);
-    case Setting::kGemm:
-      if (plan.platform != Platform::kCuda) return std::nullopt;
-      return GemmName(plan.gemm);
     case Setting::kOutDir:
     case Setting::kCoordinatorPort:
     case Setting::kProcessId:
@@ -362,6 +366,10 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kImageId:
     case Setting::kNcclVariables:
     case Setting::kCpuGemmKernel:
+    case Setting::kGemm:
+    case Setting::kCublas:
+    case Setting::kDevice:
+    case Setting::kNcclLibrary:
       return std::nullopt;
   }
   return std::nullopt;
@@ -389,7 +397,10 @@ std::string PlanFingerprint(const Plan& plan) {
 
 std::string BitsFingerprint(const Plan& plan) {
   const bool allreduce = plan.reduction == Reduction::kAllreduce;
-  return FingerprintOf(plan, [allreduce](const SettingRow& row) { return DecidesBits(row.bits, allreduce); });
+  const bool cublas = plan.gemm == GemmKind::kCublas;
+  return FingerprintOf(plan, [allreduce, cublas](const SettingRow& row) {
+    return DecidesBits(row.bits, allreduce, cublas);
+  });
 }
 
 nlohmann::json PlanDocument(const Plan& plan) {
@@ -404,7 +415,8 @@ nlohmann::json PlanDocument(const Plan& plan) {
           {"matmul_precision", MatmulPrecisionName(plan.matmul_precision)},
           {"reduction", ReductionName(plan.reduction)},
           {"checkpoint_every", plan.checkpoint_every},
-          {"data_definition", kDataDefinitionId}};
+          {"data_definition", kDataDefinitionId},
+          {"gemm_order", GemmOrder(plan)}};
   if (plan.platform == Platform::kCuda) {
     document["collectives"] = CollectivesName(plan.collectives);
     document["gemm"] = GemmName(plan.gemm);

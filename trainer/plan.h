@@ -82,7 +82,7 @@ struct Plan {
   // byte of any file, so it is not in result.json.
   int64_t audit_every = kDefaultAuditEvery;
   // DMLP_CPU_GEMM (trainer/cpu_gemm_choice.h), PLATFORM=cpu: which GEMM; its order is
-  // in PlanFingerprint (ranks must add alike), the kernel is not.
+  // in PlanFingerprint as the GEMM order (ranks must add alike), the kernel is not.
   CpuGemm cpu_gemm = CpuGemm::kAuto;
   // DMLP_CPU_TRANSPORT (trainer/cpu/collectives_shm.h), PLATFORM=cpu: how the
   // ranks move bytes; never a bit. In PlanFingerprint when not auto.
@@ -104,7 +104,8 @@ Result<Environment> LoadConfigFile(const std::string& path);
 /// every plan row of common/bit_settings.h.
 std::string PlanFingerprint(const Plan& plan);
 /// The lines of PlanFingerprint that decide the receipts' bits under the plan's
-/// REDUCTION (bit_settings.h): what a checkpoint must share with the run that resumes it.
+/// REDUCTION and GEMM (bit_settings.h): what a checkpoint must share with the run
+/// that resumes it, whichever platform wrote it.
 std::string BitsFingerprint(const Plan& plan);
 /// The `plan` object of result.json.
 nlohmann::json PlanDocument(const Plan& plan);

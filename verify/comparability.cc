@@ -80,11 +80,16 @@ std::string Differences(const Signature& golden, const Signature& run) {
   return text;
 }
 
-// What differs between the two runs' ranks (comparability.h); empty when they
+// What differs between the two runs' ranks (comparability.h), leaving out the
+// fields that decide no bit (`ignored`, as for result.json); empty when they
 // agree or either run has no env file.
 std::vector<std::string> CompareEnvironments(const std::vector<RankEnvironment>& golden_envs,
-                                             const std::vector<RankEnvironment>& run_envs) {
-  const auto golden = LastSignatures(golden_envs), run = LastSignatures(run_envs);
+                                             const std::vector<RankEnvironment>& run_envs,
+                                             const std::vector<std::string>& ignored) {
+  auto golden = LastSignatures(golden_envs), run = LastSignatures(run_envs);
+  for (auto* side : {&golden, &run})
+    for (auto& [rank, signature] : *side)
+      std::erase_if(signature, [&ignored](const auto& field) { return IsIgnored(field.first, ignored); });
   std::vector<std::string> reasons;
   if (golden.empty() || run.empty()) return reasons;
   bool same_ranks = golden.size() == run.size();
@@ -119,8 +124,26 @@ std::vector<std::string> CompareEnvironments(const std::vector<RankEnvironment>&
   return reasons;
 }
 
+// The fields that decide no bit for these two runs (bit_settings.h): under
+// their reduction, and with cuBLAS's rows where either ran cuBLAS. Without both
+// result.json files, the fewest: every row that may decide a bit is compared.
+std::vector<std::string> IgnoredFields(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run) {
+  bool ordered = golden.has_value() && run.has_value(), cublas = !ordered;
+  for (const auto* doc : {&golden, &run}) {
+    if (!*doc || !(*doc)->plan.is_object()) continue;
+    ordered = ordered && (*doc)->plan.value("reduction", "") == "ordered";
+    cublas = cublas || (*doc)->plan.value("gemm", "") == "cublas";
+  }
+  std::vector<std::string> ignored = BitFreeResultFields(/*allreduce=*/!ordered, cublas);
+  // A GPU's description (PCI bus id, ordinal, memory), which older builds
+  // wrote into the fingerprint, decides no bit under any reduction.
+  ignored.insert(ignored.end(), std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
+  return ignored;
+}
+
 // The decision from result.json alone (comparability.h).
-Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run) {
+Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run,
+                             const std::vector<std::string>& ignored) {
   Comparability result;
   for (const auto& [doc, name] : {std::pair{&golden, "GOLDEN"}, std::pair{&run, "RUN"}}) {
     if (!*doc)
@@ -129,11 +152,6 @@ Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::
       result.reasons.push_back(std::string(name) + "'s result.json records no build");
   }
   if (!result.reasons.empty()) return result;  // unknown
-  const bool ordered = golden->plan.value("reduction", "") == "ordered" && run->plan.value("reduction", "") == "ordered";
-  std::vector<std::string> ignored = BitFreeResultFields(/*allreduce=*/!ordered);
-  // A GPU's description (PCI bus id, ordinal, memory), which older builds
-  // wrote into the fingerprint, decides no bit under any reduction.
-  ignored.insert(ignored.end(), std::begin(kDeviceDescriptionFields), std::end(kDeviceDescriptionFields));
   CompareSection(kResultPlan, golden->plan, run->plan, ignored, result.reasons);
   CompareSection(kResultModel, golden->model, run->model, ignored, result.reasons);
   CompareSection(kResultBuild, golden->build, run->build, ignored, result.reasons);
@@ -158,8 +176,9 @@ Comparability CompareResults(const std::optional<ResultDoc>& golden, const std::
 Comparability CompareSetups(const std::optional<ResultDoc>& golden, const std::optional<ResultDoc>& run,
                             const std::vector<RankEnvironment>& golden_envs,
                             const std::vector<RankEnvironment>& run_envs) {
-  Comparability result = CompareResults(golden, run);
-  std::vector<std::string> env_reasons = CompareEnvironments(golden_envs, run_envs);
+  const std::vector<std::string> ignored = IgnoredFields(golden, run);
+  Comparability result = CompareResults(golden, run, ignored);
+  std::vector<std::string> env_reasons = CompareEnvironments(golden_envs, run_envs, ignored);
   if (env_reasons.empty()) return result;
   // A rank on another stack decides "not comparable" even where result.json
   // could not (missing, or only rank 0's stack): the unknown's reasons go.

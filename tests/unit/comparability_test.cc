@@ -17,8 +17,8 @@ namespace {
 ResultDoc Doc() {
   ResultDoc doc;
   doc.format = ResultDoc::Format::kDmlp;
-  doc.plan = {{"batch", 64}, {"data_shards", 2}, {"learning_rate", 0.001}, {"out_dir", "/runs/a"},
-              {"platform", "cpu"}, {"reduction", "ordered"}, {"seed", 42}, {"steps", 20}};
+  doc.plan = {{"batch", 64}, {"data_shards", 2}, {"gemm_order", "skx"}, {"learning_rate", 0.001},
+              {"out_dir", "/runs/a"}, {"platform", "cpu"}, {"reduction", "ordered"}, {"seed", 42}, {"steps", 20}};
   doc.model = {{"classes", 10}, {"features", 64}, {"layers", 3}, {"port", 12355}, {"process_id", 0},
                {"processes", 2}, {"width", 128}};
   doc.build = {{"version", "0.1.0"}, {"git_commit", std::string(40, 'a')}, {"git_dirty", "false"},
@@ -47,9 +47,11 @@ TEST(Comparability, WhatNeverChangesABitIsIgnored) {
 }
 
 // Two GPUs of one model in two hosts: their PCI bus ids, ordinals and memory
-// sizes (which older builds put in the fingerprint) decide no bits.
+// sizes (which older builds put in the fingerprint) decide no bits. With
+// cuBLAS, the model (its SM count) does.
 TEST(Comparability, TwoGpusOfOneModelCompare) {
   ResultDoc golden = Doc(), run = Doc();
+  golden.plan["gemm"] = run.plan["gemm"] = "cublas";
   golden.fingerprint["device"] = {{"name", "NVIDIA H200"}, {"sm_count", 132},
                                   {"pci_bus_id", "0000:19:00.0"}, {"ordinal", 0},
                                   {"memory_bytes", 150121545728}};
@@ -60,6 +62,43 @@ TEST(Comparability, TwoGpusOfOneModelCompare) {
   EXPECT_EQ(result.kind, Comparability::Kind::kMustMatch) << testing::PrintToString(result.reasons);
   run.fingerprint["device"]["sm_count"] = 114;  // another model's bits
   EXPECT_EQ(CompareSetups(golden, run).kind, Comparability::Kind::kNotComparable);
+}
+
+// A CUDA run with GEMM=ordered computes the CPU's chains: it must match a CPU
+// run of the same plan and build, whatever the GPU; a cuBLAS run must not.
+ResultDoc CudaDoc(const char* gemm, const char* gemm_order) {
+  ResultDoc doc = Doc();
+  doc.plan["platform"] = "cuda";
+  doc.plan["collectives"] = "nccl";
+  doc.plan["gemm"] = gemm;
+  doc.plan["gemm_order"] = gemm_order;
+  doc.fingerprint = {{"platform", "cuda"},
+                     {"device", {{"name", "NVIDIA H100 80GB HBM3"}, {"sm_count", 132}, {"compute_capability", "9.0"}}},
+                     {"cuda_driver", "13.0"}, {"cuda_runtime", "13.0"}, {"gemm", {{"kind", gemm}}},
+                     {"nccl", "2.28.9"}, {"collectives", "nccl"}, {"cuda_env", nlohmann::json::object()}};
+  return doc;
+}
+
+TEST(Comparability, ACpuRunAndACudaOrderedRunMustMatch) {
+  ResultDoc cpu = Doc();
+  cpu.plan["gemm_order"] = "fma-chain-k-ascending";
+  cpu.fingerprint["blas"]["kernel"] = "fma-chain-k-ascending";
+  const ResultDoc ordered = CudaDoc("ordered", "fma-chain-k-ascending");
+  Comparability result = CompareSetups(cpu, ordered);
+  EXPECT_EQ(result.kind, Comparability::Kind::kMustMatch) << testing::PrintToString(result.reasons);
+  ResultDoc other_gpu = ordered;
+  other_gpu.fingerprint["device"] = {{"name", "NVIDIA L4"}, {"sm_count", 58}, {"compute_capability", "8.9"}};
+  EXPECT_EQ(CompareSetups(ordered, other_gpu).kind, Comparability::Kind::kMustMatch);
+
+  ResultDoc cublas = CudaDoc("cublas", "cublas-fp32");
+  cublas.fingerprint["gemm"] = {{"kind", "cublas"}, {"version", "13.1.0"}, {"compute_type", "CUBLAS_COMPUTE_32F"}};
+  result = CompareSetups(cpu, cublas);
+  EXPECT_EQ(result.kind, Comparability::Kind::kNotComparable);
+  EXPECT_EQ(result.reasons.at(0), "plan.gemm_order: \"fma-chain-k-ascending\" vs \"cublas-fp32\"");
+  // Under allreduce the sums are Gloo's against NCCL's.
+  ResultDoc cpu_allreduce = cpu, ordered_allreduce = ordered;
+  cpu_allreduce.plan["reduction"] = ordered_allreduce.plan["reduction"] = "allreduce";
+  EXPECT_EQ(CompareSetups(cpu_allreduce, ordered_allreduce).kind, Comparability::Kind::kNotComparable);
 }
 
 TEST(Comparability, RunsOfAnotherDataDefinitionAreNotComparable) {
@@ -87,15 +126,14 @@ TEST(Comparability, EveryDifferenceIsNamed) {
   ResultDoc run = Doc();
   run.plan["seed"] = 43;
   run.build["git_commit"] = std::string(40, 'b');
-  run.fingerprint["blas"]["kernel"] = "haswell";
+  run.plan["gemm_order"] = "haswell";
   run.fingerprint["gpu"] = "NVIDIA L4";
   Comparability result = CompareSetups(Doc(), run);
   EXPECT_EQ(result.kind, Comparability::Kind::kNotComparable);
   EXPECT_EQ(result.reasons,
-            (std::vector<std::string>{"plan.seed: 42 vs 43",
+            (std::vector<std::string>{"plan.gemm_order: \"skx\" vs \"haswell\"", "plan.seed: 42 vs 43",
                                       "build.git_commit: \"" + std::string(40, 'a') + "\" vs \"" +
                                           std::string(40, 'b') + "\"",
-                                      "fingerprint.blas.kernel: \"skx\" vs \"haswell\"",
                                       "fingerprint.gpu: (absent) vs \"NVIDIA L4\""}));
 }
 

@@ -228,6 +228,7 @@ TEST(PlanTest, GemmIsACudaChoiceOrderedByDefault) {
   EXPECT_EQ(cublas->gemm, GemmKind::kCublas);
   // Ranks compare it, and result.json's plan records it.
   EXPECT_NE(PlanFingerprint(*ordered), PlanFingerprint(*cublas));
+  EXPECT_NE(CheckpointFingerprint(*ordered), CheckpointFingerprint(*cublas));
   EXPECT_EQ(PlanDocument(*ordered)["gemm"], "ordered");
   EXPECT_EQ(PlanDocument(*cublas)["gemm"], "cublas");
   cuda.Set("GEMM", "cutlass");
@@ -245,6 +246,7 @@ TEST(PlanTest, TheCpuPlatformComputesGemmOrderedOnly) {
   ASSERT_TRUE(ordered.ok()) << ordered.status().ToString();
   EXPECT_EQ(PlanFingerprint(*ordered), PlanFingerprint(*ReadPlan(ValidEnv())));
   EXPECT_EQ(PlanDocument(*ordered), PlanDocument(*ReadPlan(ValidEnv())));
+  EXPECT_EQ(PlanDocument(*ordered).count("gemm"), 0u);
   EXPECT_EQ(PlanWithGemm("cpu", "ordered", "blis").status().ToString(),
             "ENV_INVALID: GEMM=ordered contradicts DMLP_CPU_GEMM=blis (BLIS adds in an order of its own)");
 }
@@ -286,7 +288,7 @@ TEST(PlanTest, TheCpuGemmsOrderIsInTheFingerprintsItsKernelIsNot) {
   Result<Plan> standard = ReadPlan(ValidEnv());
   ASSERT_TRUE(standard.ok()) << standard.status().ToString();
   EXPECT_EQ(standard->cpu_gemm, CpuGemm::kAuto);
-  const std::string order = "\ncpu_gemm_order=fma-chain-k-ascending";
+  const std::string order = "\ngemm_order=fma-chain-k-ascending";
   EXPECT_NE(PlanFingerprint(*standard).find(order), std::string::npos) << PlanFingerprint(*standard);
   EXPECT_NE(CheckpointFingerprint(*standard).find(order), std::string::npos);
   // Every one of dmlp's kernels: the same lines (ranks and resumes may mix them).
@@ -311,10 +313,29 @@ TEST(PlanTest, TheCpuGemmsOrderIsInTheFingerprintsItsKernelIsNot) {
   EXPECT_EQ(ErrorWith("DMLP_CPU_GEMM", "fast"),
             "ENV_INVALID: DMLP_CPU_GEMM='fast' must be auto or avx512 or avx2 or scalar or blis");
   EXPECT_EQ(ErrorWith("DMLP_CPU_GEMM", ""), "ENV_EMPTY: DMLP_CPU_GEMM");
-  // The CUDA platform has no CPU GEMM in its plan: its lines are as before.
-  Environment cuda = ValidEnv();
-  cuda.Set("PLATFORM", "cuda");
-  EXPECT_EQ(PlanFingerprint(*ReadPlan(cuda)).find("cpu_gemm"), std::string::npos);
+}
+
+// GEMM=ordered on CUDA adds the CPU kernels' chains: a checkpoint of either
+// platform resumes on the other; cuBLAS's order is another.
+TEST(PlanTest, ACpuPlanAndACudaOrderedPlanShareTheirCheckpointFingerprint) {
+  Result<Plan> cpu = ReadPlan(ValidEnv());
+  Result<Plan> ordered = PlanWithGemm("cuda", "ordered", nullptr);
+  Result<Plan> cublas = PlanWithGemm("cuda", "cublas", nullptr);
+  ASSERT_TRUE(cpu.ok() && ordered.ok() && cublas.ok());
+  EXPECT_EQ(CheckpointFingerprint(*cpu), CheckpointFingerprint(*ordered));
+  EXPECT_EQ(CheckpointFingerprint(*cpu).find("platform"), std::string::npos) << CheckpointFingerprint(*cpu);
+  EXPECT_NE(CheckpointFingerprint(*cublas), CheckpointFingerprint(*ordered));
+  EXPECT_NE(("\n" + CheckpointFingerprint(*cublas) + "\n").find("\ngemm_order=cublas-fp32\n"), std::string::npos);
+  EXPECT_EQ(PlanDocument(*cpu)["gemm_order"], PlanDocument(*ordered)["gemm_order"]);
+  // Ranks still agree on the platform: a mixed job is PLAN_MISMATCH, not a hang.
+  EXPECT_NE(PlanFingerprint(*cpu), PlanFingerprint(*ordered));
+  EXPECT_NE(("\n" + PlanFingerprint(*ordered) + "\n").find("\nplatform=cuda\n"), std::string::npos);
+  // Under allreduce the library's sums differ: CPU (Gloo) and CUDA (NCCL) never share bits.
+  Environment cpu_allreduce = ValidEnv(), cuda_allreduce = ValidEnv();
+  cpu_allreduce.Set("REDUCTION", "allreduce");
+  cuda_allreduce.Set("REDUCTION", "allreduce");
+  cuda_allreduce.Set("PLATFORM", "cuda");
+  EXPECT_NE(CheckpointFingerprint(*ReadPlan(cpu_allreduce)), CheckpointFingerprint(*ReadPlan(cuda_allreduce)));
 }
 
 // DMLP_CPU_TRANSPORT never changes a bit, but ranks on tcp and on shm would

@@ -181,14 +181,15 @@ TEST(VerifyEnvTest, ComparabilityAsSetsWhenTheRankCountsDiffer) {
   const std::vector<RankEnvironment> golden = {Env(0, Line(0, "start", 0)), Env(1, Line(1, "start", 0))};
   const std::vector<RankEnvironment> one = {Env(0, Line(0, "start", 0))};
   EXPECT_EQ(CompareSetups(std::nullopt, std::nullopt, golden, one).kind, Comparability::Kind::kUnknown);
-  const std::vector<RankEnvironment> other = {Env(0, Line(0, "start", 0, "NVIDIA L4", "haswell"))};
+  // (The GPU model: without result.json nothing says the runs' GEMMs were not cuBLAS's.)
+  const std::vector<RankEnvironment> other = {Env(0, Line(0, "start", 0, "NVIDIA H100"))};
   Comparability differs = CompareSetups(std::nullopt, std::nullopt, golden, other);
   EXPECT_EQ(differs.kind, Comparability::Kind::kNotComparable);
   EXPECT_EQ(differs.reasons,
             (std::vector<std::string>{
-                "GOLDEN rank 0 (env, no rank of the other run alike): fingerprint.blas.kernel: \"skx\" vs \"haswell\"",
-                "GOLDEN rank 1 (env, no rank of the other run alike): fingerprint.blas.kernel: \"skx\" vs \"haswell\"",
-                "RUN rank 0 (env, no rank of the other run alike): fingerprint.blas.kernel: \"skx\" vs \"haswell\""}));
+                "GOLDEN rank 0 (env, no rank of the other run alike): device.name: \"NVIDIA L4\" vs \"NVIDIA H100\"",
+                "GOLDEN rank 1 (env, no rank of the other run alike): device.name: \"NVIDIA L4\" vs \"NVIDIA H100\"",
+                "RUN rank 0 (env, no rank of the other run alike): device.name: \"NVIDIA L4\" vs \"NVIDIA H100\""}));
 }
 
 TEST(VerifyEnvTest, AgainstUsesEveryRanksEnvFile) {
@@ -198,13 +199,13 @@ TEST(VerifyEnvTest, AgainstUsesEveryRanksEnvFile) {
   WriteEnv(golden, 0, {Line(0, "start", 0)});
   WriteEnv(golden, 1, {Line(1, "start", 0)});
   WriteEnv(run, 0, {Line(0, "start", 0)});
-  WriteEnv(run, 1, {Line(1, "start", 0, "NVIDIA L4", "haswell")});
+  WriteEnv(run, 1, {Line(1, "start", 0, "NVIDIA H100")});
   Report report = MustVerify(run.path(), golden.path());
   ASSERT_TRUE(report.against_verdict.has_value());
   EXPECT_EQ(report.against_verdict->comparability.kind, Comparability::Kind::kNotComparable);
   EXPECT_EQ(Messages(report, "against.not_comparable"),
             std::vector<std::string>{"not comparable with " + golden.path() +
-                                     ": rank 1 (env): fingerprint.blas.kernel: \"skx\" vs \"haswell\""});
+                                     ": rank 1 (env): device.name: \"NVIDIA L4\" vs \"NVIDIA H100\""});
 }
 
 }  // namespace

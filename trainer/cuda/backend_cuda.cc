@@ -176,6 +176,10 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
     // are in Device(), not here, so runs on two GPUs of one model compare.
     // "gemm" is the GEMM's own account (device_gemm.h): cuBLAS's version and
     // compute type only where cuBLAS ran; "nccl" null in a build without NCCL.
+    // MATMUL_PRECISION and REDUCTION are the plan's (result.json's "plan"), and
+    // only fields that the CPU platform's fingerprint lacks or that decide no
+    // bit with GEMM=ordered are here (common/bit_settings.h), so a CPU run and
+    // a GEMM=ordered run compare.
     return {{"platform", "cuda"},
             {"device",
              {{"name", device_.name},
@@ -185,8 +189,6 @@ class CudaBackend final : public Backend, public AuditedPartials, public TestFau
             {"cuda_driver", cuda::VersionText(device_.driver_version)},
             {"cuda_runtime", cuda::VersionText(device_.runtime_version)},
             {"gemm", gemm_->Description()},
-            {"matmul_precision", plan_.matmul_precision == MatmulPrecision::kTf32 ? "tf32" : "fp32"},
-            {"reduction", plan_.reduction == Reduction::kOrdered ? "ordered" : "allreduce"},
             {"nccl", nccl_version_},
             {"collectives", comm_ ? comm_->Description() : "none (1 process)"},
             {"cuda_env", CudaEnvironment()}};

@@ -182,13 +182,13 @@ class Determinism(JobTestCase):
             self.assertSameBytes(runs[kernels[0]], runs[kernel])
             self.assertPass(runs[kernel], "--against", str(runs[kernels[0]]))
         # BLIS adds in another order ("zero, sum the block, add to C" past its
-        # k-block): other receipts, and not comparable by the fingerprint's kernel.
+        # k-block): other receipts, and not comparable by the plan's GEMM order.
         out = self.scratch / "blis"
         self.assertEqual(launch(out, 2, DMLP_CPU_GEMM="blis", COORDINATOR_PORT=port, **larger).returncode, 0)
         self.assertNotEqual((out / "state.safetensors").read_bytes(),
                             (runs[kernels[0]] / "state.safetensors").read_bytes())
         against = verify(out, "--against", str(runs[kernels[0]]))
-        self.assertIn('fingerprint.blas.kernel: "fma-chain-k-ascending" vs ', against.stdout)
+        self.assertIn('plan.gemm_order: "fma-chain-k-ascending" vs ', against.stdout)
 
     def test_every_transport_gives_identical_receipts(self):
         # DMLP_CPU_TRANSPORT only moves bytes (trainer/cpu/collectives_shm.h):
