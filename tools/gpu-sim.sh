@@ -41,7 +41,8 @@
 #                      by CMake on each `build` (a changed source rebuilds what
 #                      depends on it); bin/ holds the programs
 # so a change of any input builds again and nothing else does; a call that
-# finds its build costs milliseconds.
+# finds the simulator built costs milliseconds (`build` then asks CMake whether
+# dmlp is up to date: about 3 s on a busy 2-core machine).
 #
 # `run` and working directories: the simulator reads ./gpgpusim.config and
 # writes files into the process's current directory, some named after the

@@ -287,6 +287,9 @@ def case_run_ranks():
     simulator's configuration, all removed when the launcher ends, even that
     of a rank whose `run` was killed before it could remove it."""
     require_build_tools()
+    for args in (["--ranks", "--workdir", "/tmp", "--", "dmlp-launch"], ["--ranks", "--"]):
+        result = gpu_sim("run", *args)
+        expect(result, 2, f"tools/gpu-sim.sh run {' '.join(args)}")
     with tempfile.TemporaryDirectory(prefix="dmlp-gpu-sim-ranks-") as scratch:
         result, lines, tmp = run_recorded_ranks(Path(scratch), 3)
         expect(result, 0, "tools/gpu-sim.sh run --ranks -- dmlp-launch -- rank.sh")
