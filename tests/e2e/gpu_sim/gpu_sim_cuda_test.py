@@ -22,6 +22,9 @@ from gpu_sim_jobs import simulator_bin  # noqa: E402
 # a case whose reason has gone belongs back in the run.
 EXCLUDED = {
     # Real-driver features the simulator does not have.
+    "CudaCheck.NamesCallErrorFileLineAndRank":
+        "the simulator has no cudaGetErrorName (it aborts), and its cudaGetErrorString ignores "
+        "its argument: not yet patched (docs/gpus.md)",
     "CudaDevice.NoGpuIsCudaUnavailable": "needs a machine without a GPU; the simulator is one",
     "CudaDevice.NoGpuBackendIsCudaUnavailable": "needs a machine without a GPU; the simulator is one",
     "CudaDevice.MemoryCheckSelectsTheSharedDevice":
@@ -37,6 +40,12 @@ EXCLUDED = {
     "CudaBackendTest.SameStateBitsEveryRunAndReductionWithOneRank": "174 s in the simulator (5 trainings)",
     "CudaBackendTest.CloseToCpuBackend": "69 s in the simulator",
     "CudaBackendTest.SnapshotIsTheStateWhenBegunWhileUpdatesContinue": "85 s in the simulator",
+    # Kernels checked at a GPU's sizes; e2e.gpu_sim.kernels checks the same
+    # kernels against the same CPU code at small odd shapes instead.
+    "CudaDataGen.BitIdenticalToCpu": "4,160 samples of 512 features: over 100 s, unfinished, in the simulator",
+    "CudaInitGen.BitIdenticalToCpu": "a 512-256-3-10 model for 4 seeds: minutes (by its size, not timed)",
+    "CudaSoftmaxXent.MatchesCpuReferenceAndRepeatsBits":
+        "700 rows of up to 1,000 classes: minutes (by its size, not timed)",
     "CudaBackendTest.TheAuditorsRecomputedShardIsTheOwnersPartialBitForBit":
         "a training of the size above (about 35 s each) and a recomputation: over a minute",
     "CudaOrderedSgemm.TheMlpCallsAtTheImageShapesGiveTheCpuBits":
