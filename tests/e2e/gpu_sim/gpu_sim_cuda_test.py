@@ -46,6 +46,9 @@ EXCLUDED = {
     "CudaInitGen.BitIdenticalToCpu": "a 512-256-3-10 model for 4 seeds: minutes (by its size, not timed)",
     "CudaSoftmaxXent.MatchesCpuReferenceAndRepeatsBits":
         "700 rows of up to 1,000 classes: minutes (by its size, not timed)",
+    "CudaOrderedSgemm.OddShapesEveryTransposeAlphaBetaAndEpilogueGiveTheCpuBits":
+        "over 150 s, unfinished, in the simulator; e2e.gpu_sim.ordered_sgemm checks the kernel at "
+        "odd shapes in about 20 s",
     "CudaBackendTest.TheAuditorsRecomputedShardIsTheOwnersPartialBitForBit":
         "a training of the size above (about 35 s each) and a recomputation: over a minute",
     "CudaOrderedSgemm.TheMlpCallsAtTheImageShapesGiveTheCpuBits":
