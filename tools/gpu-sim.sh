@@ -2,17 +2,22 @@
 # The project's one way to get and use the GPU simulator: GPGPU-Sim 4.2.0,
 # patched (tools/gpu-sim/patches/), running the PTX that CUDA 11.8's nvcc makes.
 #
-#   tools/gpu-sim.sh build                 build the simulator once (cached), print
-#                                          its cache folder as the last line
+#   tools/gpu-sim.sh build                 build the simulator once (cached) and
+#                                          dmlp's programs for it (incremental);
+#                                          print their folder as the last line
 #   tools/gpu-sim.sh nvcc ARGS...          CUDA 11.8's nvcc with -ccbin g++-11
 #   tools/gpu-sim.sh run [--workdir DIR] -- COMMAND...
 #                                          COMMAND on the simulated GPU; exit
 #                                          status = COMMAND's
+#   tools/gpu-sim.sh run --ranks -- LAUNCHER [ARGS...] [-- COMMAND...]
+#                                          LAUNCHER (dmlp-launch) on the host,
+#                                          each of its ranks on a simulated GPU
+#                                          of its own; exit status = LAUNCHER's
 #   tools/gpu-sim.sh --help                this text
 #
-# `build` prints the folder of this simulator build (later it will print the
-# folder holding a simulator build of dmlp's programs instead). `nvcc` and
-# `run` build first when needed.
+# `build` prints the folder holding the simulator build of dmlp-launch,
+# dmlp-train, dmlp-verify and cuda_test. `nvcc` and `run` build the simulator
+# first when needed (not dmlp: `run` takes any program).
 #
 # Why a simulator: the CUDA platform has no GPU to run on here or in CI.
 # GPGPU-Sim executes nvcc's own PTX, so a program's bits and its use of the
@@ -30,8 +35,14 @@
 #   sim-KEY/lib        the simulator's libcudart.so.11.0, KEY from the toolkit's
 #                      key, the tarball, the patches, g++-11's version and the
 #                      recipe that builds it
+#   dmlp-KEY/          a CMake build of this checkout for the simulator, KEY
+#                      from the checkout's path, the toolkit's key and the
+#                      recipe that configures it: configured once, then rebuilt
+#                      by CMake on each `build` (a changed source rebuilds what
+#                      depends on it); bin/ holds the programs
 # so a change of any input builds again and nothing else does; a call that
-# finds its build costs milliseconds.
+# finds the simulator built costs milliseconds (`build` then asks CMake whether
+# dmlp is up to date: about 3 s on a busy 2-core machine).
 #
 # `run` and working directories: the simulator reads ./gpgpusim.config and
 # writes files into the process's current directory, some named after the
@@ -43,8 +54,10 @@
 # absolute, its other paths must be absolute.
 # A multi-process job needs one such directory per process: a child inherits
 # its parent's directory, so a launcher's ranks must each be started through
-# `tools/gpu-sim.sh run` (e.g. a wrapper named as the rank's program), not
-# share the launcher's.
+# `tools/gpu-sim.sh run`, not share the launcher's. `run --ranks -- LAUNCHER
+# ARGS [-- COMMAND...]` does that: it runs LAUNCHER on the host with
+# `-- tools/gpu-sim.sh run -- COMMAND...` appended (COMMAND by default the
+# dmlp-train beside LAUNCHER; a COMMAND of the caller's must come after `--`).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -121,6 +134,7 @@ sim_key() {
 # Set once by ensure_built (each key costs a few processes).
 toolkit_dir=""
 sim_dir=""
+dmlp_dir=""
 
 # --- staging: one temporary folder, removed however the script ends -----------
 
@@ -284,17 +298,73 @@ ensure_simulator() {
   say "built in $((SECONDS - started)) s"
 }
 
+# --- dmlp for the simulator ---------------------------------------------------
+
+# What the simulator runs: the programs and the CUDA platform's unit tests.
+dmlp_targets=(dmlp-launch dmlp-train dmlp-verify cuda_test)
+
+# The main build's settings (Release, -Werror, C++20 host code with the
+# default compiler) plus CUDA 11.8's nvcc for the .cu sources: g++-11 as its
+# host compiler (it refuses newer), C++17 (the newest it knows), sm_70 (the
+# simulator models a V100: gpgpusim.config), the shared libcudart the
+# simulator replaces, and the CUDA platform without cuBLAS and NCCL (the
+# simulator provides libcudart alone; GEMM=ordered is dmlp's own kernel).
+configure_dmlp() {  # configure_dmlp BUILD_DIR
+  local dir=$1 cuda="$toolkit_dir/cuda"
+  cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DDMLP_WERROR=ON \
+    -DDMLP_BUILD_BENCH=OFF -DDMLP_BUILD_TESTS=ON -DDMLP_CUDA=ON -DDMLP_CUDA_VENDOR_LIBRARIES=OFF \
+    -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_HOST_COMPILER="$(command -v "$host_compiler")" \
+    -DCMAKE_CUDA_STANDARD=17 -DCMAKE_CUDA_ARCHITECTURES=70 -DDMLP_CUDA_ARCHITECTURES=70 \
+    -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared -DCUDAToolkit_ROOT="$cuda"
+}
+
+dmlp_key() {
+  { echo "$repo $(toolkit_key)"; declare -f configure_dmlp; } | key_of
+}
+
+# Configured once; afterwards CMake itself decides what a change rebuilds (and
+# reconfigures when a CMakeLists.txt changed). A lock keeps two callers of one
+# checkout from building into the folder at once.
+ensure_dmlp() {  # ensure_dmlp: sets dmlp_dir
+  dmlp_dir="$cache/dmlp-$(dmlp_key)"
+  command -v cmake >/dev/null || die "GPU_SIM_BUILD_FAILED: no cmake (tools/install-deps.sh installs it)"
+  mkdir -p "$dmlp_dir"
+  check_owned "$dmlp_dir"
+  exec 8>"$dmlp_dir/.lock"
+  flock 8
+  local log="$dmlp_dir/build.log" started=$SECONDS
+  if [[ ! -f "$dmlp_dir/CMakeCache.txt" ]]; then
+    say "configuring dmlp for the simulator in $dmlp_dir (once)"
+    if ! configure_dmlp "$dmlp_dir" >"$dmlp_dir/configure.log" 2>&1; then
+      tail -n 40 "$dmlp_dir/configure.log" >&2
+      rm -f "$dmlp_dir/CMakeCache.txt"  # configure again next time
+      die "GPU_SIM_BUILD_FAILED: configuring dmlp failed (the end of $dmlp_dir/configure.log above)"
+    fi
+  fi
+  if ! nice -n 19 cmake --build "$dmlp_dir" -j"$(nproc)" --target "${dmlp_targets[@]}" >"$log" 2>&1; then
+    grep -E -B2 -A8 'error|Error' "$log" | tail -n 60 >&2
+    die "GPU_SIM_BUILD_FAILED: building dmlp for the simulator failed (the rest in $log)"
+  fi
+  flock -u 8
+  exec 8>&-
+  if (( SECONDS - started > 5 )); then say "dmlp built in $((SECONDS - started)) s"; fi
+}
+
 ensure_built() {
   open_cache
   toolkit_dir="$cache/toolkit-$(toolkit_key)"
   sim_dir="$cache/sim-$(sim_key)"
-  # Two callers on a fresh machine: one builds, the other waits for it.
-  exec 9>"$cache/.lock"
-  flock 9
-  ensure_toolkit
-  ensure_simulator
-  flock -u 9
-  exec 9>&-
+  # Two callers on a fresh machine: one builds, the other waits for it. A
+  # caller whose parts are built takes no lock: another caller may hold it for
+  # minutes, building parts of other keys (a new patch, another checkout's).
+  if [[ ! -f "$toolkit_dir/.complete" || ! -f "$sim_dir/.complete" ]]; then
+    exec 9>"$cache/.lock"
+    flock 9
+    ensure_toolkit
+    ensure_simulator
+    flock -u 9
+    exec 9>&-
+  fi
   check_owned "$toolkit_dir"
   check_owned "$sim_dir"
 }
@@ -305,21 +375,40 @@ run_nvcc() {
   exec "$toolkit_dir/cuda/bin/nvcc" -ccbin "$host_compiler" "$@"
 }
 
+# A relative program path would point into the working directory COMMAND runs
+# in: made absolute (a bare name is looked up on PATH as usual).
+absolute_program() {  # absolute_program PATH
+  if [[ "$1" == */* && "$1" != /* ]]; then echo "$PWD/$1"; else echo "$1"; fi
+}
+
+# Waits for CHILD, passing INT, TERM and HUP on to it; returns its status.
+wait_passing_signals() {  # wait_passing_signals CHILD
+  local child=$1 status=0
+  trap 'kill -TERM "$child" 2>/dev/null' INT TERM HUP
+  wait "$child" || status=$?
+  # wait returns early when a trapped signal arrives: wait for the end itself.
+  while kill -0 "$child" 2>/dev/null; do status=0; wait "$child" || status=$?; done
+  return "$status"
+}
+
 run_simulated() {  # run_simulated [--workdir DIR] -- COMMAND...
-  local workdir="" own_workdir=0
+  local workdir="" own_workdir=0 ranks=0
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --workdir) [[ $# -ge 2 ]] || usage_error "--workdir needs a folder"; workdir=$2; shift 2 ;;
+      --ranks) ranks=1; shift ;;
       --) shift; break ;;
       *) usage_error "run: unknown argument $1 (COMMAND comes after --)" ;;
     esac
   done
   [[ $# -gt 0 ]] || usage_error "run: no COMMAND after --"
-  # COMMAND runs in the working directory: a relative program path would
-  # point into it, so it is made absolute (its arguments are left alone).
-  local program=$1
+  if [[ "$ranks" -eq 1 ]]; then
+    [[ -z "$workdir" ]] || usage_error "run: --ranks gives each rank its own folder: no --workdir"
+    run_ranks "$@"
+  fi
+  local program
+  program="$(absolute_program "$1")"
   shift
-  if [[ "$program" == */* && "$program" != /* ]]; then program="$PWD/$program"; fi
   set -- "$program" "$@"
   if [[ -z "$workdir" ]]; then
     workdir="$(mktemp -d "${TMPDIR:-/tmp}/dmlp-gpu-sim.XXXXXX")"
@@ -336,15 +425,47 @@ run_simulated() {  # run_simulated [--workdir DIR] -- COMMAND...
     cd "$workdir" && exec "$@"
   fi
   # Our own folder is removed afterwards: wait for COMMAND, pass signals on.
-  local child status=0
+  local status=0
   # <&0: a background command's stdin would otherwise be /dev/null.
   (cd "$workdir" && exec "$@") <&0 &
-  child=$!
-  trap 'kill -TERM "$child" 2>/dev/null' INT TERM HUP
-  wait "$child" || status=$?
-  # wait returns early when a trapped signal arrives: wait for the end itself.
-  while kill -0 "$child" 2>/dev/null; do wait "$child" || status=$?; done
+  wait_passing_signals $! || status=$?
   rm -rf "$workdir"
+  exit "$status"
+}
+
+# LAUNCHER starts the ranks; each rank's COMMAND is started through `run`, so
+# every rank has a simulator, a working directory and a simulated GPU of its
+# own (a simulated process sees one device: with COLLECTIVES=gloo, dmlp-train
+# puts every local rank on device 0, its own). The launcher itself runs on the
+# host, in the caller's directory. The ranks' folders live in one folder of
+# the job's (their TMPDIR), removed when LAUNCHER ends, even if a rank was
+# killed before it could remove its own.
+run_ranks() {  # run_ranks LAUNCHER [ARGS...] [-- COMMAND...]
+  local launcher=$1 launcher_args=() command=() seen_separator=0
+  shift
+  if [[ "$launcher" != */* ]]; then
+    launcher="$(command -v "$launcher")" || usage_error "run --ranks: no launcher $1 on PATH"
+  fi
+  launcher="$(absolute_program "$launcher")"
+  while [[ $# -gt 0 ]]; do
+    if [[ "$seen_separator" -eq 0 && "$1" == "--" ]]; then
+      seen_separator=1
+    elif [[ "$seen_separator" -eq 0 ]]; then
+      launcher_args+=("$1")
+    else
+      command+=("$1")
+    fi
+    shift
+  done
+  # dmlp-launch's own default: the dmlp-train beside it.
+  if [[ ${#command[@]} -eq 0 ]]; then command=("$(dirname "$launcher")/dmlp-train"); fi
+  command[0]="$(absolute_program "${command[0]}")"
+  local rank_dirs status=0
+  rank_dirs="$(mktemp -d "${TMPDIR:-/tmp}/dmlp-gpu-sim-ranks.XXXXXX")"
+  TMPDIR="$rank_dirs" "$launcher" "${launcher_args[@]}" -- \
+    "$repo/tools/gpu-sim.sh" run -- "${command[@]}" <&0 &
+  wait_passing_signals $! || status=$?
+  rm -rf "$rank_dirs"
   exit "$status"
 }
 
@@ -352,7 +473,8 @@ case "${1:-}" in
   build)
     [[ $# -eq 1 ]] || usage_error "build takes no arguments"
     ensure_built
-    echo "$sim_dir" ;;
+    ensure_dmlp
+    echo "$dmlp_dir/bin" ;;
   nvcc) shift; ensure_built; run_nvcc "$@" ;;
   run) shift; ensure_built; run_simulated "$@" ;;
   -h|--help) usage ;;

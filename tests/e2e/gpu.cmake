@@ -8,7 +8,7 @@ target_link_libraries(dmlp_draws PRIVATE dmlp_trainer_cuda dmlp_trainer_math dml
 if(DMLP_HAVE_CUDA)
   target_compile_definitions(dmlp_draws PRIVATE DMLP_DRAWS_CUDA=1)
 endif()
-if(DMLP_HAVE_CUDA)
+if(DMLP_HAVE_CUDA_CHECKPOINT)
   add_library(dmlp_cuda_freeze STATIC ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_freeze/cuda_freeze.cc)
   target_include_directories(dmlp_cuda_freeze PUBLIC ${PROJECT_SOURCE_DIR})
   target_include_directories(dmlp_cuda_freeze SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS})

@@ -6,13 +6,19 @@
 //   2. synchronize waits: a kernel writes 7.0f on s, cudaMemcpyAsync copies the
 //      buffer into pinned host memory on s, cudaStreamSynchronize(s); the host
 //      must read sevens at once, with no other call between (the simulator as
-//      shipped returned from the synchronize without waiting).
+//      shipped returned from the synchronize without waiting);
+//   3. a strided copy after a kernel: a kernel writes 3.0f on s, then
+//      cudaMemcpy2DAsync gathers 16-float rows at a pitch of 64 floats from
+//      the buffer into pinned host rows at a pitch of 24 floats on s (as
+//      dmlp's Gloo staging gathers a shard's slices); after the synchronize
+//      the rows must hold threes and the gaps between them their -1s (the
+//      simulator as shipped aborted: "not implemented").
 // The kernels do some thousands of FMAs per thread first, so that queued work
 // is still running when the host looks: an unordered simulator is caught, not
 // lucky. Built by tools/gpu-sim.sh nvcc and run under tools/gpu-sim.sh run
 // (e2e.gpu_sim.stream_order). Prints one line per check, each starting
 // "stream_order: " (the simulator prints much else), and "stream_order: RESULT PASS|FAIL";
-// exit 0 when both passed, 1 when one failed, 2 on a CUDA error.
+// exit 0 when all passed, 1 when one failed, 2 on a CUDA error.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -70,6 +76,30 @@ int check_synchronize_waits(cudaStream_t stream, float* device) {
   return others != 0;
 }
 
+int check_strided_copy(cudaStream_t stream, float* device) {
+  constexpr int kWidth = 16, kSourcePitch = 64, kDestinationPitch = 24;
+  constexpr int kRows = kCount / kSourcePitch;
+  float* pinned = nullptr;
+  CUDA_OR_EXIT(cudaMallocHost(&pinned, kRows * kDestinationPitch * sizeof(float)));
+  for (int i = 0; i < kRows * kDestinationPitch; ++i) pinned[i] = -1.0f;
+  busy_fill_kernel<<<kCount / kBlock, kBlock, 0, stream>>>(device, 3.0f, kCount);
+  CUDA_OR_EXIT(cudaGetLastError());
+  CUDA_OR_EXIT(cudaMemcpy2DAsync(pinned, kDestinationPitch * sizeof(float), device,
+                                 kSourcePitch * sizeof(float), kWidth * sizeof(float), kRows,
+                                 cudaMemcpyDeviceToHost, stream));
+  CUDA_OR_EXIT(cudaStreamSynchronize(stream));
+  int wrong = 0;
+  for (int row = 0; row < kRows; ++row) {
+    for (int col = 0; col < kDestinationPitch; ++col) {
+      wrong += pinned[row * kDestinationPitch + col] != (col < kWidth ? 3.0f : -1.0f);
+    }
+  }
+  std::printf("stream_order: strided copy after a kernel on a stream: %d/%d values wrong\n", wrong,
+              kRows * kDestinationPitch);
+  CUDA_OR_EXIT(cudaFreeHost(pinned));
+  return wrong != 0;
+}
+
 }  // namespace
 
 int main() {
@@ -79,6 +109,7 @@ int main() {
   CUDA_OR_EXIT(cudaMalloc(&device, kCount * sizeof(float)));
   int failures = check_memset_after_kernel(stream, device);
   failures += check_synchronize_waits(stream, device);
+  failures += check_strided_copy(stream, device);
   CUDA_OR_EXIT(cudaFree(device));
   CUDA_OR_EXIT(cudaStreamDestroy(stream));
   std::printf("stream_order: RESULT %s\n", failures ? "FAIL" : "PASS");
