@@ -49,7 +49,7 @@ enum class Setting {
   kGemmOrder, kCpuTransport,
   // Not compared between ranks (no plan_key):
   kOutDir, kCoordinatorPort, kProcessId, kDigestThreads, kCpuThreads, kImageId, kNcclVariables,
-  kCheckpointKeep, kCpuGemmKernel, kGemm, kCublas, kDevice, kNcclLibrary,
+  kCheckpointKeep, kCpuGemmKernel, kGemm, kCublas, kDevice, kNcclLibrary, kCudaToolchain,
 };
 
 struct SettingRow {
@@ -113,7 +113,12 @@ inline constexpr SettingRow kSettings[] = {
   // The processor: its model and driver (rank-<r>.env.jsonl's device too). dmlp's
   // kernels and BLIS pinned to a sub-configuration compute alike on every one.
   {Setting::kDevice,             "device",                    "",                          Bits::kWithCublas,    "fingerprint.device.* fingerprint.cuda_driver fingerprint.cuda_runtime fingerprint.cpu device.*"},
-  {Setting::kNcclLibrary,        "NCCL library",              "",                          Bits::kWithAllreduce, "fingerprint.nccl"},
+  {Setting::kNcclLibrary,        "NCCL library",              "",                          Bits::kWithAllreduce, "fingerprint.nccl build.nccl_header"},
+  // The nvcc that compiled dmlp's kernels and for which GPUs: they use explicitly
+  // rounded operations alone (--fmad=false, no approximate instruction: the
+  // simulator's PTX checks), so any nvcc computes their bits; cuBLAS comes with
+  // the toolkit and picks its kernels by architecture.
+  {Setting::kCudaToolchain,      "CUDA toolkit",              "",                          Bits::kWithCublas,    "build.cuda_toolkit build.cuda_compiler build.cuda_architectures"},
 };
 // clang-format on
 

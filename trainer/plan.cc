@@ -385,6 +385,7 @@ std::optional<std::string> SettingValue(const Plan& plan, Setting setting) {
     case Setting::kCublas:
     case Setting::kDevice:
     case Setting::kNcclLibrary:
+    case Setting::kCudaToolchain:
       return std::nullopt;
   }
   return std::nullopt;

@@ -28,7 +28,7 @@ TEST(BitSettingsTest, EverySettingHasOneRowAndPlanRowsComeFirst) {
     EXPECT_TRUE(keys.insert(row.plan_key).second) << row.plan_key;
     EXPECT_EQ(row.plan_key.find_first_of("=\n;"), std::string_view::npos) << row.plan_key;
   }
-  EXPECT_EQ(seen.size(), static_cast<size_t>(Setting::kNcclLibrary) + 1);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(Setting::kCudaToolchain) + 1);
 }
 
 TEST(BitSettingsTest, WhatTheComparisonIgnoresDependsOnTheReduction) {
@@ -43,7 +43,8 @@ TEST(BitSettingsTest, WhatTheComparisonIgnoresDependsOnTheReduction) {
     EXPECT_TRUE(has(ordered, field)) << field;
     EXPECT_TRUE(has(allreduce, field)) << field;
   }
-  for (const char* field : {"model.processes", "plan.collectives", "fingerprint.collectives", "fingerprint.nccl_env.*"}) {
+  for (const char* field : {"model.processes", "plan.collectives", "fingerprint.collectives", "fingerprint.nccl_env.*",
+                            "build.nccl_header"}) {
     EXPECT_TRUE(has(ordered, field)) << field;
     EXPECT_FALSE(has(allreduce, field)) << field;
   }
@@ -68,7 +69,8 @@ TEST(BitSettingsTest, ThePlatformDecidesNoBitTheDeviceOnlyWithCublas) {
     EXPECT_TRUE(has(cublas, field)) << field;
   }
   for (const char* field : {"fingerprint.device.*", "fingerprint.gemm.version", "fingerprint.gemm.compute_type",
-                            "fingerprint.cuda_env.*", "fingerprint.cpu", "device.*"}) {
+                            "fingerprint.cuda_env.*", "fingerprint.cpu", "device.*", "build.cuda_toolkit",
+                            "build.cuda_compiler", "build.cuda_architectures"}) {
     EXPECT_TRUE(has(ordered, field)) << field;
     EXPECT_FALSE(has(cublas, field)) << field;
   }
