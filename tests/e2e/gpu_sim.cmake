@@ -50,8 +50,8 @@ set_tests_properties(e2e.gpu_sim.fma_bits e2e.gpu_sim.stream_order e2e.gpu_sim.d
 #                             and identical to the CPU run (dmlp-verify --against)
 #   e2e.gpu_sim.resume_cpu_to_gpu, .resume_gpu_to_cpu  a checkpoint resumed on
 #                             the other platform gives the uninterrupted run's bits
-#   e2e.gpu_sim.planted_bias_relu  a dmlp-train whose bias/ReLU kernel skips
-#                             its last tile must fail the comparison
+#   e2e.gpu_sim.planted_bias_relu  a dmlp-train whose SGEMM's bias/ReLU epilogue
+#                             skips its last column tile must fail the comparison
 #   e2e.gpu_sim.cuda_test     tests/unit's Cuda* cases on the simulator, but a
 #                             listed few (each with its reason)
 foreach(case run_ranks job_1_rank job_2_ranks resume_cpu_to_gpu resume_gpu_to_cpu planted_bias_relu)

@@ -11,8 +11,8 @@ for bit.
   gpu_sim_jobs.py resume_cpu_to_gpu a CPU run's checkpoint resumed on the
   gpu_sim_jobs.py resume_gpu_to_cpu simulated GPU, and the other way round:
                                     the uninterrupted run's receipts and state
-  gpu_sim_jobs.py planted_bias_relu dmlp-train relinked with a bias/ReLU kernel
-                                    that skips its last tile of columns: the
+  gpu_sim_jobs.py planted_bias_relu dmlp-train relinked with an ordered SGEMM whose
+                                    bias/ReLU epilogue skips its last tile of columns: the
                                     comparison with the CPU must fail, naming
                                     the first divergent step
   gpu_sim_jobs.py cuda_test         tests/unit's Cuda* cases on the simulator,
@@ -182,14 +182,15 @@ def case_resume_gpu_to_cpu():
     resume_across("cuda", "cpu")
 
 
-# The planted bug: the forward bias/ReLU kernel leaves the last 32-column tile
-# of every row (here columns 64-69 of the hidden layers, all 10 of the output
-# layer) as the GEMM left it.
-BIAS_RELU = "trainer/cuda/bias_relu.cu"
-BIAS_RELU_LOOP = ("for (int64_t col = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; col < cols;\n"
-                  "         col += int64_t{gridDim.x} * blockDim.x) {\n"
-                  "      float value = FAdd(y_row[col], bias[col]);")
-BIAS_RELU_LOOP_PLANTED = BIAS_RELU_LOOP.replace("col < cols;", "col < (cols - 1) / 32 * 32;")
+# The planted bug: the ordered SGEMM's bias/ReLU epilogue (with GEMM=ordered
+# the forward's bias and ReLU are applied there, as on the CPU) leaves the last
+# column tile of every row (here columns 64-69 of the hidden layers) as the
+# chain left it.
+PLANTED_KERNEL = "trainer/cuda/ordered_sgemm.cu"
+BIAS_RELU_EPILOGUE = ("    case GemmEpilogue::Kind::kAddBiasRelu:\n"
+                      "      value = FAdd(value, g.epilogue.bias[col]);")
+BIAS_RELU_EPILOGUE_PLANTED = BIAS_RELU_EPILOGUE.replace(
+    "\n", "\n      if (col >= (g.n - 1) / kOrderedSgemmTileN * kOrderedSgemmTileN) break;\n", 1)
 
 
 def compile_command_of(build_dir, source):
@@ -200,29 +201,29 @@ def compile_command_of(build_dir, source):
 
 
 def planted_train(sim_bin, scratch):
-    """dmlp-train of the simulator build with bias_relu.cu replaced by the
+    """dmlp-train of the simulator build with ordered_sgemm.cu replaced by the
     planted copy: compiled with the build's own command, swapped into a copy of
     the CUDA platform's library, and linked with the build's own link line.
     Everything else is the build's, so the comparison fails for the kernel alone."""
     build_dir = sim_bin.parent
-    text = (SOURCE / BIAS_RELU).read_text()
-    if text.count(BIAS_RELU_LOOP) != 1:
-        fail(f"{BIAS_RELU} has not exactly one forward column loop to plant the bug in")
-    planted_source = scratch / "bias_relu.cu"
-    planted_source.write_text(text.replace(BIAS_RELU_LOOP, BIAS_RELU_LOOP_PLANTED))
-    entry = compile_command_of(build_dir, SOURCE / BIAS_RELU)
-    planted_object = scratch / "bias_relu.cu.o"  # the library member's name
+    text = (SOURCE / PLANTED_KERNEL).read_text()
+    if text.count(BIAS_RELU_EPILOGUE) != 1:
+        fail(f"{PLANTED_KERNEL} has not exactly one bias/ReLU epilogue to plant the bug in")
+    planted_source = scratch / "ordered_sgemm.cu"
+    planted_source.write_text(text.replace(BIAS_RELU_EPILOGUE, BIAS_RELU_EPILOGUE_PLANTED))
+    entry = compile_command_of(build_dir, SOURCE / PLANTED_KERNEL)
+    planted_object = scratch / "ordered_sgemm.cu.o"  # the library member's name
     words = shlex.split(entry["command"])
     words[words.index("-o") + 1] = str(planted_object)
     words[words.index("-c") + 1] = str(planted_source)
     # The planted copy sits outside the tree: its includes still come from it.
     words.insert(1, f"-I{SOURCE}")
     result = subprocess.run(words, cwd=entry["directory"], capture_output=True, text=True, timeout=600)
-    expect(result, 0, "compiling the planted bias_relu.cu")
+    expect(result, 0, "compiling the planted ordered_sgemm.cu")
     library = scratch / "libdmlp_trainer_cuda.a"
     shutil.copy(build_dir / "trainer" / "cuda" / "libdmlp_trainer_cuda.a", library)
     expect(subprocess.run(["ar", "r", str(library), str(planted_object)], capture_output=True, text=True),
-           0, "ar r libdmlp_trainer_cuda.a bias_relu.cu.o")
+           0, "ar r libdmlp_trainer_cuda.a ordered_sgemm.cu.o")
     train = scratch / "dmlp-train"
     link_line = (build_dir / "trainer" / "CMakeFiles" / "dmlp-train.dir" / "link.txt").read_text()
     words = shlex.split(link_line.strip().splitlines()[-1])
