@@ -123,7 +123,7 @@ class ReplayAudit(JobTestCase):
         result, output = self.audit(run, "--replay=all")
         self.assertEqual(result.returncode, 3, output)
         self.assertIn("incomplete replay.not_reproducible", output)
-        self.assertIn('fingerprint.blas.kernel: "', output)
+        self.assertIn('plan.gemm_order: "', output)
         self.assertNotIn("PASS", output)
 
     def test_json_and_html_reports_show_the_audit(self):
