@@ -7,7 +7,8 @@ for bit.
   gpu_sim_jobs.py run_ranks         `tools/gpu-sim.sh run --ranks`: a working
                                     directory a rank, none left behind
   gpu_sim_jobs.py job_1_rank        one rank: dmlp-verify PASS, and identical
-  gpu_sim_jobs.py job_2_ranks       to the CPU run of the same plan (--against)
+  gpu_sim_jobs.py job_2_ranks       to the CPU run of the same plan (--against),
+                                    and every step replayed on the CPU (--replay=all)
   gpu_sim_jobs.py resume_cpu_to_gpu a CPU run's checkpoint resumed on the
   gpu_sim_jobs.py resume_gpu_to_cpu simulated GPU, and the other way round:
                                     the uninterrupted run's receipts and state
@@ -136,7 +137,19 @@ def job_against_cpu(processes):
         expect_pass(cuda_run)
         expect_identical(cuda_run, cpu_run)
         expect_same_bytes(cuda_run, cpu_run)
+        expect_replayed_on_cpu(cuda_run)
     print("PASS")
+
+
+def expect_replayed_on_cpu(run_dir):
+    """dmlp-verify --replay=all recomputes the GPU's run on this CPU (the main
+    build's dmlp-train) and finds every receipt genuine."""
+    result = verify(run_dir, "--replay=all")
+    expect(result, 0, f"dmlp-verify --replay=all {run_dir}")
+    lines = result.stdout.strip().splitlines()
+    if lines[-1] != "PASS" or "replay" not in result.stdout:
+        fail(f"dmlp-verify --replay=all did not audit the GPU's run on the CPU:\n{result.stdout}")
+    print(next((line for line in lines if "replay" in line), lines[-1]))
 
 
 def case_job_1_rank():
