@@ -32,10 +32,9 @@ uint64_t U(int64_t value) { return value < 0 ? 0 : static_cast<uint64_t>(value);
 uint64_t Floats(uint64_t count) { return Mul(count, 4); }
 
 // Mirrors of the CUDA backend's constants (trainer/cuda/backend_cuda.cc
-// kPartialAlignFloats, bias_grad.h kBiasGradRowsPerChunk, gemm_cublas.h
-// kCublasWorkspaceBytes), kept here so this file builds without CUDA.
+// kPartialAlignFloats, gemm_cublas.h kCublasWorkspaceBytes), kept here so this
+// file builds without CUDA.
 constexpr uint64_t kCudaPartialAlignFloats = 64;
-constexpr uint64_t kCudaBiasRowsPerChunk = 256;
 constexpr uint64_t kCudaCublasWorkspaceBytes = uint64_t{32} << 20;
 
 // The sizes both platforms share, in floats unless named bytes.
@@ -102,9 +101,8 @@ uint64_t CudaDeviceBytes(const Plan& plan, const Shapes& s) {
   bytes = Add(bytes, Floats(s.activations));
   bytes = Add(bytes, Floats(Mul(Mul(s.shard, s.widest), 2)));  // delta, delta_below
   bytes = Add(bytes, Floats(s.shard));                         // row loss
-  const uint64_t chunks = Add(s.shard, kCudaBiasRowsPerChunk - 1) / kCudaBiasRowsPerChunk;
-  bytes = Add(bytes, Floats(Mul(chunks, s.widest)));  // bias gradient scratch
-  return Add(bytes, kCudaCublasWorkspaceBytes);
+  // GEMM=ordered needs no workspace; cuBLAS gets a fixed one (bits depend on it).
+  return plan.gemm == GemmKind::kCublas ? Add(bytes, kCudaCublasWorkspaceBytes) : bytes;
 }
 
 // A "Name:   123 kB" line of a /proc file, in bytes; 0 when absent.

@@ -64,12 +64,13 @@ TEST(MemoryPlanTest, ExactBytesOfASmallCudaPlan) {
                           + 838 * 4      // reduced
                           + 4 * 419 * 4  // receive
                           + 848 + 512    // layer outputs, deltas
-                          + 4 * 4        // row losses
-                          + 1 * 16 * 4   // bias-gradient scratch: 1 chunk of 256 rows x 16
-                          + (32u << 20);  // cuBLAS workspace
-  MemoryNeed need = EstimateMemory(TinyPlan(Platform::kCuda), 2);
+                          + 4 * 4;       // row losses
+  MemoryNeed need = EstimateMemory(TinyPlan(Platform::kCuda), 2);  // GEMM=ordered: no workspace
   EXPECT_EQ(need.device_bytes, device);
   EXPECT_EQ(need.host_bytes, 2 * 10048u);  // pinned snapshot buffers
+  Plan cublas = TinyPlan(Platform::kCuda);
+  cublas.gemm = GemmKind::kCublas;
+  EXPECT_EQ(EstimateMemory(cublas, 2).device_bytes, device + (32u << 20));  // cuBLAS's fixed workspace
 }
 
 TEST(MemoryPlanTest, TheShardAuditAddsOnePartial) {
