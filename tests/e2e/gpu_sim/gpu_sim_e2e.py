@@ -133,11 +133,19 @@ SOFTMAX_KERNEL = "trainer/cuda/softmax_xent.cu"
 SOFTMAX_PTX_ALLOWED = {"mul.rn.f64", "add.rn.f64", "sub.rn.f64", "add.rn.f32", "sub.rn.f32",
                        "mul.rn.f32", "div.rn.f32"}
 
+# The other kernels of a GEMM=ordered step: each float operation IEEE-rounded
+# on its own (fma.rn where the CPU code calls std::fma), nothing approximate.
+IEEE_ROUNDED = {f"{op}.rn.{kind}" for op in ("fma", "mul", "add", "sub", "div") for kind in ("f32", "f64")}
+ORDERED_STEP_KERNELS = [f"trainer/cuda/{name}.cu" for name in
+                        ("bias_grad", "fold", "adam_update", "data_gen", "init_gen")]
+
 
 def case_kernels():
     require_build_tools()
     with tempfile.TemporaryDirectory() as scratch:
         check_kernel_ptx(SOFTMAX_KERNEL, Path(scratch), {"fma.rn.f64"}, SOFTMAX_PTX_ALLOWED)
+        for kernel in ORDERED_STEP_KERNELS:
+            check_kernel_ptx(kernel, Path(scratch), set(), IEEE_ROUNDED)
         sources = [str(SOURCE / path) for path in KERNEL_SOURCES + CPU_SOURCES]
         result = compile_and_run("kernels_check", Path(scratch),
                                  extra_args=["-std=c++17", "--fmad=false",
