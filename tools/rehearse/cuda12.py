@@ -30,6 +30,11 @@ CUDA12_WHEELS = ("nvidia-cublas-cu12==12.8.4.1", "nvidia-cuda-runtime-cu12==12.8
 CUDA_INCLUDE = re.compile(r"#include <(cublas|cuda|cudart|curand|nccl)[^>]*>")
 
 
+# Sources the build compiles only with -DDMLP_CUDA_VENDOR_LIBRARIES=OFF, in
+# place of the ones that call cuBLAS and NCCL (trainer/cuda/CMakeLists.txt).
+VENDOR_FREE_ONLY = {"trainer/cuda/vendor_libraries_absent.cc"}
+
+
 def cuda_host_sources():
     """The host sources of the CUDA platform: .cc files outside tests/ whose
     includes reach a CUDA library header, directly or through the project's headers."""
@@ -121,9 +126,11 @@ def cuda_host_in(cxx, unpacked, scratch):
         target = os.path.join(scratch, source.replace("/", "_") + ".o")
         print("  " + source)
         sh(cxx, *flags, *includes, "-c", source, "-o", target)
-        # Programs (a main) are compiled, not put into the shared object.
+        # Programs (a main) are compiled, not put into the shared object; nor is
+        # what a build without cuBLAS and NCCL links instead of them
+        # (trainer/cuda/vendor_libraries_absent.cc, DMLP_CUDA_VENDOR_LIBRARIES=OFF).
         with open(source) as stream:
-            if not re.search(r"^int main\(", stream.read(), re.M):
+            if not re.search(r"^int main\(", stream.read(), re.M) and source not in VENDOR_FREE_ONLY:
                 objects.append(target)
     # dmlp's own symbols stay undefined in the shared object (its other
     # libraries and the .cu launchers); every cuda*/cublas*/nccl* one must be
