@@ -60,7 +60,7 @@ expect "the sweep's figures for every K" \
 expect "judged at the jobs' DIGEST_THREADS" '^PASS .*judged at K=2 \(DIGEST_THREADS of the jobs' \
   "$(DIGEST_THREADS=2 DIGEST_ROW_DEFAULT_K=8 DIGEST_ROW_RATIOS='1=1.30 2=1.01 4=1.20 8=1.30' "$row" "$work/new" "$work/new.out" 120)"
 expect "without DIGEST_THREADS, judged at the default K" '^MISS .*judged at K=8 \(the default of the trainer' \
-  "$(DIGEST_THREADS= DIGEST_ROW_DEFAULT_K=8 DIGEST_ROW_RATIOS='1=1.30 2=1.01 4=1.20 8=1.30' "$row" "$work/new" "$work/new.out" 120)"
+  "$(DIGEST_THREADS='' DIGEST_ROW_DEFAULT_K=8 DIGEST_ROW_RATIOS='1=1.30 2=1.01 4=1.20 8=1.30' "$row" "$work/new" "$work/new.out" 120)"
 expect "a ratio over 1.05 is a MISS" '^MISS ' \
   "$(DIGEST_ROW_RATIO=1.200 "$row" "$work/new" "$work/new.out" 120)"
 expect "a K without figures is a FAIL" '^FAIL no figures for K=8' \
